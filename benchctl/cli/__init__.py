@@ -1,0 +1,66 @@
+"""The `benchctl` command line.  Parsing only: every command builds a config and calls one library function.
+
+No torch / vLLM import happens here; heavy modules are imported inside the command that needs them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from benchctl.errors import BenchctlError
+
+
+class _OneLineErrors(TyperGroup):
+    """Bad input of any kind -> one line on stderr naming the problem, exit code 2, no traceback."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            _fail(exc.format_message())
+        except BenchctlError as exc:
+            _fail(str(exc))
+        except click.Abort:
+            _fail("aborted", code=130)
+
+    def invoke(self, ctx):
+        # CliRunner calls `main` too, but library errors raised inside a command land here first.
+        try:
+            return super().invoke(ctx)
+        except BenchctlError as exc:
+            _fail(str(exc))
+
+
+def _fail(message: str, code: int = 2):
+    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+app = typer.Typer(
+    cls=_OneLineErrors,
+    name="benchctl",
+    help="Benchmark group-relative advantage estimators (GRPO, Dr.GRPO, DAPO, HA-DW, A-GRAE, AVSPO, DGPO, OAR, ...).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    add_completion=False,
+)
+
+# Each command module registers its commands on `app`; see register() in each.
+from benchctl.cli import estimators as _estimators  # noqa: E402
+from benchctl.cli import simulate as _simulate  # noqa: E402
+from benchctl.cli import tasks as _tasks  # noqa: E402
+from benchctl.cli import evaluate as _evaluate  # noqa: E402
+
+for _module in (_estimators, _simulate, _tasks, _evaluate):
+    _module.register(app)
+
+
+def main() -> None:
+    app()
