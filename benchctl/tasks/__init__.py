@@ -1,0 +1,12 @@
+"""Benchmark tasks: registry, problems, prompts, extraction and grading.
+
+    from benchctl.tasks import get_task, list_tasks, register_task
+    task = get_task("math500"); problems = task.load(data_dir="shared/benchmarks", limit=10)
+"""
+
+from benchctl.tasks.base import DATA_DIR_ENV, Problem, Task, get_task, list_tasks, register_task
+
+# Importing the modules registers the built-in tasks.
+from benchctl.tasks import arith as _arith  # noqa: E402,F401
+
+__all__ = ["DATA_DIR_ENV", "Problem", "Task", "get_task", "list_tasks", "register_task"]

@@ -1,0 +1,130 @@
+"""Task base class, the `Problem` record and the task registry.
+
+A task knows where its data lives (a canonical hub dataset id, or a local JSON Lines file in the schema of
+`shared/benchmarks/SOURCES.md`), how to prompt a model (`messages` for chat models, `prompt_text` for plain
+tokenizers), how to extract an answer from a completion and how to grade a batch of completions.
+
+Registry (style.md item 4): `@register_task("name")` on a `Task` subclass; registering the same name twice with a
+different class is an error; `get_task(unknown)` raises `UnknownNameError` listing the known names.
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+from benchctl.errors import BenchctlError, UnknownNameError
+from benchctl.grading.verdict import Verdict
+
+DATA_DIR_ENV = "BENCHCTL_DATA_DIR"
+DEFAULT_TIMEOUT = 5.0  # seconds per graded item [our choice]: math-verify's own default bound
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One benchmark item in the common schema."""
+
+    id: str
+    question: str  # problem text (math) or the MBPP prompt text
+    gold: str  # gold final answer (math) or "" (code)
+    meta: Mapping[str, Any] = field(default_factory=dict)  # level/subject/...; mbpp: test_list, code, ...
+
+
+class Task(abc.ABC):
+    """A benchmark: data source, prompt format, answer extraction and batched grading."""
+
+    name: ClassVar[str] = ""  # set by @register_task
+    kind: ClassVar[str] = "math"  # "math" | "code"
+    hub_id: ClassVar[str | None] = None  # canonical hub dataset id ("id" or "id:config"), None if synthetic
+    local_file: ClassVar[str | None] = None  # file name inside a data dir (shared/benchmarks schema)
+    description: ClassVar[str] = ""
+    known_size: ClassVar[int] = 0  # rows of the default split, for `benchctl tasks` without local data
+
+    @abc.abstractmethod
+    def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
+        """Problems of this task: from `data_dir` (or $BENCHCTL_DATA_DIR) if given, else from the hub."""
+
+    @abc.abstractmethod
+    def prompt_text(self, problem: Problem) -> str:
+        """Plain prompt for tokenizers without a chat template."""
+
+    def messages(self, problem: Problem) -> list[dict]:
+        """Chat messages for chat models (one user turn)."""
+        return [{"role": "user", "content": self.prompt_text(problem)}]
+
+    @abc.abstractmethod
+    def extract(self, completion: str) -> str | None:
+        """The final answer (math) or code block (code) in `completion`; None when there is none."""
+
+    @abc.abstractmethod
+    def grade(
+        self, items: Sequence[tuple[Problem, str]], *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> list[Verdict]:
+        """One verdict per (problem, completion), in order; never raises for a bad completion."""
+
+    def size(self, data_dir: Path | str | None = None) -> int:
+        """Rows in the local file when one is found, else the known size of the default split."""
+        path = local_path(self.local_file, data_dir)
+        if path is None:
+            return self.known_size
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+
+
+def resolve_data_dir(data_dir: Path | str | None) -> Path | None:
+    """`data_dir` if given, else $BENCHCTL_DATA_DIR, else None (meaning: the hub)."""
+    if data_dir is None or str(data_dir) == "":
+        env = os.environ.get(DATA_DIR_ENV, "")
+        return Path(env) if env else None
+    return Path(data_dir)
+
+
+def local_path(file_name: str | None, data_dir: Path | str | None) -> Path | None:
+    """Path of `file_name` in the resolved data dir if that file exists, else None."""
+    root = resolve_data_dir(data_dir)
+    if root is None or file_name is None:
+        return None
+    path = root / file_name
+    return path if path.is_file() else None
+
+
+_REGISTRY: dict[str, type[Task]] = {}
+
+
+def register_task(name: str):
+    """Class decorator: register a `Task` subclass under `name` (error on a clash with a different class)."""
+
+    def wrap(cls: type[Task]) -> type[Task]:
+        if not (inspect.isclass(cls) and issubclass(cls, Task)):
+            raise BenchctlError(f"register_task({name!r}) needs a Task subclass, got {cls!r}")
+        old = _REGISTRY.get(name)
+        if old is not None and old is not cls:
+            raise BenchctlError(f"task {name!r} is already registered to {old.__qualname__}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+def get_task(name: str, **options: Any) -> Task:
+    """An instance of the task registered as `name`; `options` go to its constructor (e.g. split, seed)."""
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise UnknownNameError("task", name, _REGISTRY)
+    valid = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    bad = sorted(set(options) - set(valid))
+    if bad:
+        raise BenchctlError(
+            f"task {name!r} has no option(s) {', '.join(bad)}; valid options: {', '.join(valid) or 'none'}"
+        )
+    return cls(**options)
+
+
+def list_tasks() -> list[Task]:
+    """Default instances of every registered task, sorted by name."""
+    return [_REGISTRY[name]() for name in sorted(_REGISTRY)]
