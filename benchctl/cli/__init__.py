@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -19,15 +18,19 @@ class _OneLineErrors(TyperGroup):
 
     def main(self, *args, standalone_mode: bool = True, **kwargs):
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
-        except click.exceptions.Exit as exc:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.Exit as exc:
             sys.exit(exc.exit_code)
-        except click.UsageError as exc:
-            _fail(exc.format_message())
+        except typer.Abort:
+            _fail("aborted", code=130)
         except BenchctlError as exc:
             _fail(str(exc))
-        except click.Abort:
-            _fail("aborted", code=130)
+        except typer.TyperException as exc:  # typer's (vendored click) usage errors
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()
+                sys.exit(0)
+            _fail(exc.format_message())
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx):
         # CliRunner calls `main` too, but library errors raised inside a command land here first.
@@ -38,7 +41,7 @@ class _OneLineErrors(TyperGroup):
 
 
 def _fail(message: str, code: int = 2):
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    typer.echo(f"Error: {' '.join(message.split())}", err=True)
     sys.exit(code)
 
 
