@@ -1,0 +1,91 @@
+"""The sampling side of `run_eval`: resume bookkeeping, streamed generation, per-chunk grading and writing.
+
+Memory is bounded by one chunk: `chunk_samples // n` prompts (at least one) are generated, graded and written
+as one parquet part before the next chunk starts, and the summary tables are built by streaming the parts back
+(`tables.collect_problem_stats`), keeping only the first max-k extracted answers per problem.
+The engine is built lazily: a fully resumed run (every problem already on disk) never loads the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchctl.errors import BenchctlError
+from benchctl.results import store, tables
+from benchctl.results.runs import ResolvedModel
+
+
+class LazyEngine:
+    """Builds `benchctl.engine.Engine` on first use; counts generate calls and prompts (reported, and tested)."""
+
+    def __init__(self, model: ResolvedModel, config) -> None:
+        self.model, self.config, self._engine = model, config, None
+        self.prompts_sampled = 0
+
+    def get(self):
+        if self._engine is None:
+            from benchctl.engine import Engine
+
+            self._engine = Engine(self.model.path, seed=self.config.seed, max_model_len=self.config.max_model_len)
+        return self._engine
+
+
+def make_engine_factory(model: ResolvedModel, config) -> LazyEngine:
+    """A lazily built engine for `model` with the eval config's seed and context length."""
+    return LazyEngine(model, config)
+
+
+def _sampling(config, n: int):
+    from benchctl.engine import SamplingConfig
+
+    return SamplingConfig(n=n, temperature=config.temperature, top_p=config.top_p,
+                          max_tokens=config.max_tokens, seed=config.seed)
+
+
+def _grade_and_write(task, parts: store.SampleParts, batch: list, config) -> None:
+    """batch: [(problem, [Sample, ...])] -> one part with every sample graded by `task.grade`."""
+    rows = [tables.SampleRow(p.id, j, s.text, s.num_tokens, s.finish_reason)
+            for p, samples in batch for j, s in enumerate(samples)]
+    owners = [p for p, samples in batch for _ in samples]
+    parts.append(tables.graded_table(task, rows, owners, workers=config.grade_workers, timeout=config.grade_timeout))
+
+
+def sample_missing(task, todo: list, parts: store.SampleParts, n: int, config, engine: LazyEngine) -> None:
+    """Generate n samples for each problem in `todo`, writing one graded part per chunk of prompts."""
+    if not todo:
+        return
+    eng = engine.get()
+    chunk = max(1, config.chunk_samples // n)
+    prompts = [eng.render(task, p) for p in todo]
+    batch: list = []
+    stream = eng.generate_iter(prompts, _sampling(config, n), chunk_prompts=chunk)
+    for index, samples in stream:
+        if len(samples) != n:
+            raise BenchctlError(f"engine returned {len(samples)} samples for one prompt, expected n={n}")
+        batch.append((todo[index], samples))
+        engine.prompts_sampled += 1
+        if len(batch) == chunk:
+            _grade_and_write(task, parts, batch, config)
+            batch = []
+    if batch:
+        _grade_and_write(task, parts, batch, config)
+
+
+def evaluate_task(task, out: Path, model: ResolvedModel, n: int, config, engine: LazyEngine):
+    """Resume-aware eval of one task: sample only problems without n stored samples, then write the tables."""
+    from benchctl.evaluation import TaskResult, finalize_task
+
+    problems = task.load(config.data_dir, config.limit)
+    ids = [p.id for p in problems]
+    if len(set(ids)) != len(ids):
+        raise BenchctlError(f"task {task.name} has duplicate problem ids; cannot store samples per problem")
+    if not problems:
+        raise BenchctlError(f"task {task.name} loaded no problems (data dir {config.data_dir!r})")
+    task_dir = out / task.name
+    parts = store.SampleParts(task_dir)
+    counts = parts.sample_counts()
+    todo = [p for p in problems if counts.get(p.id) != n]
+    sample_missing(task, todo, parts, n, config, engine)
+    summary = finalize_task(task_dir, ids, config.ks, task=task.name, model=model.name,
+                            resamples=config.resamples, confidence=config.confidence, seed=config.seed)
+    return TaskResult(task.name, task_dir, len(problems), len(todo), len(problems) - len(todo), summary)

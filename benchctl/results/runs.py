@@ -1,0 +1,67 @@
+"""What `--model` may name, and where eval results go by default.
+
+`--model` accepts [our choice; the trainer will follow this convention]:
+1. a Hugging Face model folder (has `config.json`): used as is;
+2. a benchctl *run folder* R (a training run):
+   * `R/model/` (HF format, has `config.json`) — the final exported model — wins when present;
+   * else `R/checkpoints/latest`: a symlink to, or a text file naming (relative to `R/checkpoints/`), a
+     checkpoint folder `S`; the model is `S/model/` if that exists, else `S` itself (HF format);
+3. anything else that is not an existing path: a hub id (`org/name`), handed to the engine unchanged.
+An existing folder that matches none of these is an error (it would otherwise be mistaken for a hub id).
+Default output folder: `results/eval/<model-name>`, where model-name is the run/model folder's name, or the
+hub id with `/` replaced by `__`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchctl.errors import BenchctlError
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where the engine loads the model from, and a short name for tables and folders."""
+
+    path: str  # local HF folder (absolute) or hub id
+    name: str  # run/model folder name, or hub id with "/" -> "__"
+    kind: str  # "hf_folder" | "run_final" | "run_checkpoint" | "hub"
+
+
+def _is_hf_folder(path: Path) -> bool:
+    return (path / "config.json").is_file()
+
+
+def _latest_checkpoint(run: Path) -> Path | None:
+    latest = run / "checkpoints" / "latest"
+    if not (latest.exists() or latest.is_symlink()):
+        return None
+    target = latest.resolve() if latest.is_dir() else run / "checkpoints" / latest.read_text().strip()
+    for candidate in (target / "model", target):
+        if _is_hf_folder(candidate):
+            return candidate
+    raise BenchctlError(f"{latest} points to {target}, which holds no HF model (config.json, or model/config.json)")
+
+
+def resolve_model(spec: str) -> ResolvedModel:
+    """Resolve a `--model` value (see the module docstring for the run-folder convention)."""
+    path = Path(spec).expanduser()
+    if not path.exists():
+        if spec.startswith((".", "/", "~")) or spec.count("/") > 1 or not spec.strip():
+            raise BenchctlError(f"--model {spec!r}: no such folder, and it is not a hub id of the form org/name")
+        return ResolvedModel(spec, spec.replace("/", "__"), "hub")
+    path = path.resolve()
+    if _is_hf_folder(path):
+        return ResolvedModel(str(path), path.name, "hf_folder")
+    if _is_hf_folder(path / "model"):
+        return ResolvedModel(str(path / "model"), path.name, "run_final")
+    checkpoint = _latest_checkpoint(path)
+    if checkpoint is not None:
+        return ResolvedModel(str(checkpoint), path.name, "run_checkpoint")
+    raise BenchctlError(f"--model {spec}: folder holds no config.json, model/config.json or checkpoints/latest")
+
+
+def default_out_dir(model: ResolvedModel) -> Path:
+    """`results/eval/<model-name>` (relative to the current folder)."""
+    return Path("results") / "eval" / model.name
