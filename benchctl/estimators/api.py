@@ -1,0 +1,179 @@
+"""The estimator contract of spec §1: `get_estimator(...)` -> `Estimator` (conversion, validation, state)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from benchctl.errors import BenchctlError
+from benchctl.estimators._common import acr_metrics
+from benchctl.estimators._convert import to_bool, to_float64
+from benchctl.estimators.registry import EstimatorSpec, get_spec
+
+
+class Estimator:
+    """One registered estimator (plus its base, for modifiers) with its hyperparameters and cross-step state.
+
+    `advantages(rewards)` is one training step: rewards (P, G) numpy or torch -> same kind, dtype, device.
+    """
+
+    def __init__(self, spec: EstimatorSpec, params: Any, base: Estimator | None = None) -> None:
+        self.spec, self.params, self.base = spec, params, base
+        self._state: Any = None
+        self._metrics: dict[str, Any] = {}
+        self._rewards: np.ndarray | None = None  # last batch (float64 copy) for the lazy ACR diagnostics
+
+    name = property(lambda self: self.spec.name)
+    kind = property(lambda self: self.spec.kind)
+    label = property(lambda self: self.name if self.base is None else f"{self.name}(base={self.base.label})")
+
+    @property
+    def loss_agg(self) -> str:
+        """Default loss aggregation (spec §6); modifiers inherit their base's."""
+        return self.spec.loss_agg if self.spec.loss_agg is not None else self.base.loss_agg
+
+    @property
+    def token_scores(self) -> str | None:
+        """Importance scores the trainer must pass to `token_advantages` ("gradient"/"perturbation"), or None."""
+        owner = self._token_owner()
+        return owner.spec.token_scores if owner is not None else None
+
+    def __repr__(self) -> str:
+        return f"Estimator({self.label}, {self.params})"
+
+    def advantages(self, rewards: Any) -> Any:
+        """rewards (P, G) -> advantages (P, G) of the same kind/dtype/device; advances the state by one step."""
+        r, back = to_float64(rewards, "rewards")
+        check_rewards(r)
+        adv, metrics, commits = self._chain(r)
+        for est, state in commits:  # commit only after every layer succeeded
+            est._state = state
+        self._metrics, self._rewards = metrics, r.copy()
+        return back(adv)
+
+    def _chain(self, r: np.ndarray) -> tuple[np.ndarray, dict, list]:
+        if self.base is None:
+            adv, state, metrics = self.spec.fn(r, self.params, self._state)
+            return adv, dict(metrics), [(self, state)]
+        base_adv, metrics, commits = self.base._chain(r)
+        adv, state, own = self.spec.fn(r, base_adv, self.params, self._state)
+        return adv, {**metrics, **own}, commits + [(self, state)]
+
+    def diagnostics(self) -> dict[str, float]:
+        """This step's internals (ACR, anchor, tau, omega, ...) as plain floats; {} before the first step."""
+        if self._rewards is None:
+            return {}
+        out = acr_metrics(self._rewards)
+        out.update({key: float(value) for key, value in self._metrics.items()})
+        return out
+
+    def state_dict(self) -> dict:
+        """JSON-serialisable cross-step state (nested for modifiers)."""
+        return {
+            "estimator": self.name,
+            "state": _state_to_json(self._state),
+            "base": None if self.base is None else self.base.state_dict(),
+        }
+
+    def load_state_dict(self, data: dict) -> None:
+        """Restore the state saved by `state_dict` of an estimator with the same name (and base)."""
+        if not isinstance(data, dict) or data.get("estimator") != self.name:
+            found = data.get("estimator") if isinstance(data, dict) else type(data).__name__
+            raise BenchctlError(f"state_dict is for estimator {found!r}, not {self.name!r}")
+        state = _state_from_json(self.spec, data.get("state"))
+        if self.base is not None:
+            self.base.load_state_dict(data.get("base"))
+        self._state = state
+
+    def token_advantages(self, seq_adv: Any, scores: Any, reasoning_mask: Any) -> Any:
+        """Per-token advantages (N, T) = seq_adv (N,) x token weights (spec §7; weight 1 without OAR).
+
+        scores (N, T) >= 0 on reasoning tokens (None allowed when `token_scores` is None); reasoning_mask (N, T).
+        """
+        seq, back = to_float64(seq_adv, "seq_adv")
+        mask = to_bool(reasoning_mask, "reasoning_mask")
+        if seq.ndim != 1 or mask.ndim != 2 or mask.shape[0] != seq.shape[0]:
+            raise BenchctlError(f"seq_adv must be (N,) and reasoning_mask (N, T); got {seq.shape}, {mask.shape}")
+        owner = self._token_owner()
+        if owner is None:
+            return back(np.repeat(seq[:, None], mask.shape[1], axis=1))  # (N, T)
+        if scores is None:
+            raise BenchctlError(f"{owner.name} needs per-token importance scores ({owner.spec.token_scores})")
+        s, _ = to_float64(scores, "scores")
+        if s.shape != mask.shape:
+            raise BenchctlError(f"scores must have the mask's shape {mask.shape}; got {s.shape}")
+        return back(seq[:, None] * owner.spec.token_weights(s, mask, owner.params))  # (N, T)
+
+    def _token_owner(self) -> Estimator | None:
+        est = self
+        while est is not None and est.spec.token_weights is None:
+            est = est.base
+        return est
+
+
+def check_rewards(r: np.ndarray) -> None:
+    """(P, G) with P, G >= 1 and finite values; BenchctlError names the first bad group."""
+    if r.ndim != 2 or r.shape[0] == 0 or r.shape[1] == 0:
+        raise BenchctlError(f"rewards must be a non-empty 2-D (num_groups, G) array; got shape {r.shape}")
+    finite = np.isfinite(r)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite.all(axis=1))[0])
+        raise BenchctlError(f"rewards of group {bad} are not finite (NaN or inf): {r[bad].tolist()}")
+
+
+def _state_to_json(state: Any) -> dict | None:
+    if state is None:
+        return None
+    out = {}
+    for f in dataclasses.fields(state):
+        value = getattr(state, f.name)
+        out[f.name] = [float(v) for v in value] if isinstance(value, tuple) else value
+    return out
+
+
+def _state_from_json(spec: EstimatorSpec, data: Any) -> Any:
+    if data is None:
+        return None
+    names = {f.name for f in dataclasses.fields(spec.state)} if spec.state is not None else set()
+    if not isinstance(data, dict) or set(data) != names:
+        raise BenchctlError(f"state for {spec.name} must have the keys {sorted(names)}; got {data!r}")
+    return spec.state(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def param_names(name: str) -> list[str]:
+    """Hyperparameters `get_estimator(name, ...)` accepts: own fields, then (modifiers) the default base's."""
+    spec = get_spec(name)
+    own = [f.name for f in dataclasses.fields(spec.params)]
+    return own if spec.kind == "base" else own + [n for n in param_names("grpo") if n not in own]
+
+
+def get_estimator(name: str, *, base: str | Estimator | None = None, base_params: dict | None = None,
+                  **params: Any) -> Estimator:
+    """Build an estimator.  Modifiers take `base=` (a name, default "grpo", or an Estimator); keyword
+    arguments a modifier does not own flow to its base; `base_params` sets base fields that share a name.
+    """
+    spec = get_spec(name)
+    own_names = [f.name for f in dataclasses.fields(spec.params)]
+    own = {k: params.pop(k) for k in list(params) if k in own_names}
+    if spec.kind == "base":
+        if base is not None or base_params:
+            raise BenchctlError(f"{name} is a base estimator; base= applies to modifiers only")
+        _no_unknown(name, params, own_names)
+        return Estimator(spec, spec.params(**own))
+    if isinstance(base, Estimator):
+        if params or base_params:
+            raise BenchctlError(f"{name}: give the hyperparameters of base={base.label} when building it")
+        base_est = base
+    else:
+        base_name = "grpo" if base is None else base
+        _no_unknown(f"{name}(base={base_name})", params, own_names + param_names(base_name))
+        base_est = get_estimator(base_name, **{**params, **(base_params or {})})
+    return Estimator(spec, spec.params(**own), base_est)
+
+
+def _no_unknown(label: str, given: dict, valid: list[str]) -> None:
+    unknown = [k for k in given if k not in valid]
+    if unknown:
+        raise BenchctlError(f"unknown hyperparameter {unknown[0]!r} for {label}; valid: {', '.join(valid) or 'none'}")

@@ -1,0 +1,75 @@
+"""The estimator registry: built-ins and third-party plug-ins register here with `@register_estimator`.
+
+Base signature:      fn(rewards (P, G) float64, params, state) -> (advantages (P, G), new_state, metrics)
+Modifier signature:  fn(rewards, base_adv (P, G) float64, params, state) -> (advantages, new_state, metrics)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+from benchctl.errors import BenchctlError, UnknownNameError
+
+KINDS = {"base": ("rewards", "params", "state"), "modifier": ("rewards", "base_adv", "params", "state")}
+LOSS_AGGS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm", "token-mean-nondegenerate")
+_REGISTRY: dict[str, "EstimatorSpec"] = {}
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """One registered estimator: its pure function and everything the `Estimator` wrapper needs."""
+
+    name: str
+    kind: str  # "base" | "modifier"
+    fn: Callable
+    params: type  # frozen dataclass of hyperparameters (every field has metadata["help"])
+    state: type | None  # dataclass of cross-step state, None when stateless
+    loss_agg: str | None  # spec §6; None for modifiers = inherit the base's
+    token_weights: Callable | None  # (scores, mask, params) -> (N, T) weights; OAR only (spec §7)
+    token_scores: str | None  # which importance scores the trainer must supply ("gradient", "perturbation")
+
+
+def register_estimator(name: str, *, kind: str, params: type, state: type | None = None,
+                       loss_agg: str | None = None, token_weights: Callable | None = None,
+                       token_scores: str | None = None) -> Callable:
+    """Decorator registering `fn` under `name`; re-registering the same function is a no-op."""
+
+    def decorate(fn: Callable) -> Callable:
+        if kind not in KINDS:
+            raise BenchctlError(f"kind={kind!r} is not valid; choose one of: {', '.join(KINDS)}")
+        if tuple(inspect.signature(fn).parameters) != KINDS[kind]:
+            raise BenchctlError(f"estimator {name!r}: a {kind} must have signature ({', '.join(KINDS[kind])})")
+        if not (dataclasses.is_dataclass(params) and params.__dataclass_params__.frozen):
+            raise BenchctlError(f"estimator {name!r}: params must be a frozen dataclass")
+        agg = loss_agg if loss_agg is not None or kind == "modifier" else LOSS_AGGS[0]
+        if agg is not None and agg not in LOSS_AGGS:
+            raise BenchctlError(f"loss_agg={agg!r} is not valid; choose one of: {', '.join(LOSS_AGGS)}")
+        old = _REGISTRY.get(name)
+        if old is not None and old.fn is not fn:
+            raise BenchctlError(f"estimator {name!r} is already registered to {old.fn.__module__}.{old.fn.__name__}")
+        _REGISTRY[name] = EstimatorSpec(name, kind, fn, params, state, agg, token_weights, token_scores)
+        return fn
+
+    return decorate
+
+
+def get_spec(name: str) -> EstimatorSpec:
+    """The registered spec of `name`; UnknownNameError lists the valid names."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise UnknownNameError("estimator", str(name), _REGISTRY) from None
+
+
+def registered_names() -> list[str]:
+    """Every registered name in registration order (built-ins first)."""
+    return list(_REGISTRY)
+
+
+def unregister_estimator(name: str) -> None:
+    """Remove a plug-in (tests, notebooks); UnknownNameError when `name` is not registered."""
+    get_spec(name)
+    del _REGISTRY[name]
