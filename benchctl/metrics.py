@@ -145,8 +145,15 @@ def bootstrap_ci(values, *, resamples: int = 1000, confidence: float = 0.95, see
     offsets = (np.arange(resamples) * n_prob)[:, None]
     counts = np.bincount((idx + offsets).ravel(), minlength=resamples * n_prob)
     counts = counts.reshape(resamples, n_prob).astype(np.float64)        # (B, P) multiplicities
-    means = counts @ cols / n_prob                                        # (B, M)
+    means = _chunked_matmul(counts, cols) / n_prob                        # (B, M)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha], axis=0)          # (M,) each
     shape = vals.shape[1:]
     return low.reshape(shape), high.reshape(shape)
+
+
+def _chunked_matmul(a: np.ndarray, b: np.ndarray, max_flops: int = 200_000) -> np.ndarray:
+    """a @ b in row blocks small enough that OpenBLAS stays single-threaded (its threshold is 4 x 65536
+    multiply-adds): on a busy 2-core machine threaded tiny GEMMs were 10-30x slower than this."""
+    rows = max(1, max_flops // max(1, a.shape[1] * b.shape[1]))
+    return np.concatenate([a[i:i + rows] @ b for i in range(0, a.shape[0], rows)], axis=0)
