@@ -113,8 +113,8 @@ class EvalResult:
         from benchctl.results.report import summary_rich_table
 
         table = summary_rich_table([t.summary for t in self.tasks], title=f"{self.model} -> {self.out}")
-        if self.notes:
-            table.caption = "; ".join([table.caption or "", *self.notes]).strip("; ")
+        done = [f"{t.task}: {t.sampled} new, {t.reused} resumed" for t in self.tasks if t.reused]
+        table.caption = "; ".join(x for x in [table.caption or "", *self.notes, *done] if x)
         return table
 
 
