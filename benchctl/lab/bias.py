@@ -30,6 +30,8 @@ from benchctl.lab.theory import binomial_pmf, conditional_bias
 from benchctl.errors import check_range
 
 OUTCOMES = ("correct", "wrong", "any")
+EXPECTATION_KEYS = ("adv_correct", "adv_correct_se", "adv_wrong", "adv_wrong_se", "adv_any", "adv_any_se",
+                    "adv_correct_uncond", "adv_wrong_uncond")
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def exact_expectations(spec: EstimatorSpec, G: int, p: float) -> dict[str, float
         "adv_correct_uncond": (w * pos).sum() / (G * p),
         "adv_wrong_uncond": (w * neg).sum() / (G * (1 - p)),
     }
-    out.update({f"{k}_se": 0.0 for k in OUTCOMES})
+    out.update({f"adv_{k}_se": 0.0 for k in OUTCOMES})
     return {k: float(v) for k, v in out.items()}
 
 
@@ -114,7 +116,7 @@ def _targets(p: float, G: int) -> dict[str, float]:
 def _row(spec: EstimatorSpec, G: int, p: float, method: str, state: str, exp: dict[str, float]) -> dict:
     row = {"estimator": spec.label, "G": G, "p": p, "method": method, "state": state,
            "p_nondegenerate": float(1 - (1 - p) ** G - p**G)}
-    row.update(exp)
+    row.update({key: exp[key] for key in EXPECTATION_KEYS})  # same columns on both paths
     row.update(_targets(p, G))
     for k in OUTCOMES:
         row[f"bias_{k}"] = row[f"true_{k}"] - row[f"adv_{k}"]

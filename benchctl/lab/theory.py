@@ -25,6 +25,11 @@ def _arrays(p, G) -> tuple[np.ndarray, np.ndarray]:
     return np.broadcast_arrays(p_arr, g_arr.astype(float))
 
 
+def _has_mixed_groups(p_arr: np.ndarray, g_arr: np.ndarray) -> np.ndarray:
+    """P(S) > 0 exactly: 0 < p < 1 and G >= 2 (avoids dividing by a rounding residue)."""
+    return (p_arr > 0) & (p_arr < 1) & (g_arr >= 2)
+
+
 def all_wrong_probability(p, G) -> np.ndarray:
     """P(c = 0) = (1-p)^G: the group is degenerate with every rollout wrong."""
     p_arr, g_arr = _arrays(p, G)
@@ -49,9 +54,9 @@ def degenerate_probability(p, G) -> np.ndarray:
 def conditional_mean_phat(p, G) -> np.ndarray:
     """E[p_hat | S] = (p - p^G) / (1 - (1-p)^G - p^G) (HA-DW Eq. 34); NaN where P(S) = 0."""
     p_arr, g_arr = _arrays(p, G)
-    p_s = 1.0 - (1.0 - p_arr) ** g_arr - p_arr**g_arr
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(p_s > 0, (p_arr - p_arr**g_arr) / np.where(p_s > 0, p_s, 1.0), np.nan)
+    ok = _has_mixed_groups(p_arr, g_arr)
+    p_s = np.where(ok, 1.0 - (1.0 - p_arr) ** g_arr - p_arr**g_arr, 1.0)
+    return np.where(ok, (p_arr - p_arr**g_arr) / p_s, np.nan)
 
 
 def conditional_bias(p, G) -> np.ndarray:
@@ -62,10 +67,10 @@ def conditional_bias(p, G) -> np.ndarray:
     Check values (spec §5), G = 8: p = 0.05 -> 0.0986, 0.10 -> 0.0756, 0.25 -> 0.0278, 0.75 -> -0.0278.
     """
     p_arr, g_arr = _arrays(p, G)
-    p_s = 1.0 - (1.0 - p_arr) ** g_arr - p_arr**g_arr
+    ok = _has_mixed_groups(p_arr, g_arr)
+    p_s = np.where(ok, 1.0 - (1.0 - p_arr) ** g_arr - p_arr**g_arr, 1.0)
     num = p_arr * (1.0 - p_arr) * ((1.0 - p_arr) ** (g_arr - 1) - p_arr ** (g_arr - 1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(p_s > 0, num / np.where(p_s > 0, p_s, 1.0), np.nan)
+    return np.where(ok, num / p_s, np.nan)
 
 
 def binomial_pmf(c, n, p) -> np.ndarray:
