@@ -13,6 +13,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from benchctl.lab.bandit import DEFAULT_BANDIT
+from benchctl.lab.symmetry import DEFAULT_SYMMETRY
+
 EstimatorsOpt = Annotated[str, typer.Option("--estimators", "-e", help=(
     "comma list of estimators, each NAME or NAME(key=value,...), e.g. 'grpo,ha_dw(base=dr_grpo,lambda_scale=1.5)'"))]
 GroupSizesOpt = Annotated[Optional[str], typer.Option("--G", "-G", help="group size, or a comma list: 8 or 4,8,16")]
@@ -40,8 +43,11 @@ def bias(estimators: EstimatorsOpt = "grpo,dr_grpo", G: GroupSizesOpt = None, p:
          batch_prompts: Annotated[int, typer.Option(help="Monte Carlo groups per estimator call")] = 64,
          state: Annotated[str, typer.Option(help="stateful estimators: fresh per batch, or carry")] = "fresh",
          seed: SeedOpt = 0, out: OutOpt = None, json: JsonOpt = None, plot: PlotOpt = None) -> None:
-    """Expected advantage of a correct / wrong rollout given a non-degenerate group, beside the true
-    advantage r - p and HA-DW's Lemma 2 (exact finite sums where the estimator allows, else Monte Carlo)."""
+    """Expected advantage of a correct / wrong rollout given a non-degenerate group.
+
+    Beside the true advantage r - p (normalised: (r-p)/sqrt(p(1-p)) in the files) and HA-DW's Lemma 2. Exact
+    finite sums over the number correct for stateless group-local estimators, else Monte Carlo with SEs.
+    """
     from benchctl.lab import BiasConfig, run_bias
     from benchctl.lab.common import DEFAULT_P, parse_numbers
 
@@ -52,16 +58,17 @@ def bias(estimators: EstimatorsOpt = "grpo,dr_grpo", G: GroupSizesOpt = None, p:
 
 
 @simulate_app.command("symmetry")
-def symmetry(estimators: EstimatorsOpt = "", G: GroupSizesOpt = None,
+def symmetry(estimators: EstimatorsOpt = DEFAULT_SYMMETRY, G: GroupSizesOpt = None,
              context: Annotated[str, typer.Option(help="single (one group per call) or pooled")] = "single",
              out: OutOpt = None, json: JsonOpt = None, plot: PlotOpt = None) -> None:
-    """Sum of |A| over correct vs wrong rollouts and the total update magnitude against p_hat = c/G
-    (A-GRAE Theorem 2: GRPO with population std gives 2G sqrt(p(1-p)); DGPO gives G)."""
+    """Sum of |A| over correct vs wrong rollouts and the total update magnitude per p_hat = c/G.
+
+    A-GRAE Theorem 2: GRPO with the population std gives 2G sqrt(p(1-p)) split evenly; DGPO gives G.
+    """
     from benchctl.lab import SymmetryConfig, run_symmetry
     from benchctl.lab.common import parse_numbers
-    from benchctl.lab.symmetry import DEFAULT_SYMMETRY
 
-    config = SymmetryConfig(estimators=estimators or DEFAULT_SYMMETRY, G=parse_numbers("G", G, int, (8,)),
+    config = SymmetryConfig(estimators=estimators, G=parse_numbers("G", G, int, (8,)),
                             context=context)
     _emit(run_symmetry(config), out, json, plot)
 
@@ -73,8 +80,10 @@ def collapse(G: GroupSizesOpt = None, p: PGridOpt = None,
              method: MethodOpt = "exact",
              batches: Annotated[int, typer.Option(help="Monte Carlo batches per cell")] = 400,
              seed: SeedOpt = 0, out: OutOpt = None, json: JsonOpt = None, plot: PlotOpt = None) -> None:
-    """Probability of a degenerate group, (1-p)^G all wrong and p^G all correct, and the expected
-    advantage-collapse rate (ACR) as functions of p and G, optionally for Beta(a,b)-distributed prompts."""
+    """Probability of a degenerate group and the expected advantage-collapse rate (ACR).
+
+    (1-p)^G all wrong and p^G all correct, per p and G; optionally for prompts with p ~ Beta(a,b).
+    """
     from benchctl.lab import CollapseConfig, run_collapse
     from benchctl.lab.collapse import COLLAPSE_P
     from benchctl.lab.common import parse_numbers
@@ -86,7 +95,7 @@ def collapse(G: GroupSizesOpt = None, p: PGridOpt = None,
 
 
 @simulate_app.command("bandit")
-def bandit(estimators: EstimatorsOpt = "", steps: Annotated[int, typer.Option(help="training steps")] = 150,
+def bandit(estimators: EstimatorsOpt = DEFAULT_BANDIT, steps: Annotated[int, typer.Option(help="training steps")] = 150,
            prompts: Annotated[int, typer.Option(help="prompts")] = 256,
            behaviours: Annotated[int, typer.Option(help="behaviours per prompt")] = 16,
            correct: Annotated[int, typer.Option(help="correct behaviours per prompt")] = 2,
@@ -96,13 +105,14 @@ def bandit(estimators: EstimatorsOpt = "", steps: Annotated[int, typer.Option(he
            mode: Annotated[str, typer.Option(help="sampled or expected")] = "sampled",
            k: Annotated[str, typer.Option(help="pass@k values, comma list")] = "1,4,16,64",
            seed: SeedOpt = 0, out: OutOpt = None, json: JsonOpt = None, plot: PlotOpt = None) -> None:
-    """Train A-GRAE Theorem 1's behaviour-space softmax model with each estimator; pass@k curves with
-    95% CIs over seeds, and a findings table: which of the paper's claims hold in this model."""
+    """Train A-GRAE Theorem 1's behaviour-space softmax model with each estimator.
+
+    Exact pass@k curves with 95% CIs over seeds, and a findings table: which of the paper's claims hold here.
+    """
     from benchctl.lab import BanditConfig, run_bandit
-    from benchctl.lab.bandit import DEFAULT_BANDIT
     from benchctl.lab.common import parse_numbers
 
-    config = BanditConfig(estimators=estimators or DEFAULT_BANDIT, steps=steps, prompts=prompts,
+    config = BanditConfig(estimators=estimators, steps=steps, prompts=prompts,
                           behaviours=behaviours, correct=correct, G=G, lr=lr, seeds=seeds, mode=mode,
                           k=parse_numbers("k", k, int, (1,)), seed=seed)
     _emit(run_bandit(config), out, json, plot)

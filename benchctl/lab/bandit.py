@@ -71,13 +71,17 @@ def _validate(config: BanditConfig) -> tuple[EstimatorSpec, ...]:
 
 
 def _metrics(step: int, pi: np.ndarray, is_correct: np.ndarray, h: np.ndarray, h0: np.ndarray,
-             never: np.ndarray | None, ks: tuple[int, ...]) -> dict[str, float]:
+             never: np.ndarray | None, ks: tuple[int, ...], magnitude: list[float]) -> dict[str, float]:
     row = {"step": step}
+    row["abs_adv_sum"] = float(np.mean(magnitude)) if magnitude else float("nan")  # mean sum|A| per group
+    magnitude.clear()
     row.update({f"pass@{k}": float(policy.pass_at_k(pi, is_correct, k).mean()) for k in ks})
     row["entropy"] = float(policy.entropy(pi).mean())
     if never is None:
         row["never_sampled_frac"] = row["undiscovered_frac"] = row["never_logit_maxdev"] = float("nan")
+        row["never_correct_prompts"] = float("nan")
     else:
+        row["never_correct_prompts"] = float((never | ~is_correct).all(axis=1).mean())  # no correct draw yet
         row["never_sampled_frac"] = float(never.mean())
         row["undiscovered_frac"] = float(never[is_correct].mean())  # correct behaviours never drawn yet
         row["never_logit_maxdev"] = float(np.abs(h - h0)[never].max()) if never.any() else 0.0
@@ -114,11 +118,11 @@ def simulate_run(spec: EstimatorSpec, config: BanditConfig, seed_index: int) -> 
     never = np.ones_like(is_correct) if sampled else None  # (P, N) never drawn so far
     had_mixed = np.zeros(config.prompts, dtype=bool)  # (P,)
     rows_idx = np.arange(config.prompts)[:, None]  # (P, 1)
-    evals = []
+    evals, magnitude = [], []  # magnitude: mean sum|A| per group of each step since the last record
     for step in range(config.steps + 1):
         pi = policy.softmax(h)  # (P, N)
         if step % config.eval_every == 0 or step == config.steps:
-            evals.append(_metrics(step, pi, is_correct, h, h0, never, config.k))
+            evals.append(_metrics(step, pi, is_correct, h, h0, never, config.k, magnitude))
         if step == config.steps:
             break
         if sampled:
@@ -126,6 +130,7 @@ def simulate_run(spec: EstimatorSpec, config: BanditConfig, seed_index: int) -> 
             rewards = is_correct[rows_idx, idx].astype(np.float64)  # (P, G)
             adv = np.asarray(est.advantages(rewards), dtype=np.float64)  # (P, G)
             grad, counts = policy.sampled_gradient(pi, idx, adv)
+            magnitude.append(float(np.abs(adv).sum(axis=1).mean()))
             never &= counts == 0
             had_mixed |= (rewards.sum(axis=1) > 0) & (rewards.sum(axis=1) < config.G)
         else:
@@ -158,5 +163,8 @@ def run_bandit(config: BanditConfig) -> LabResult:
     findings = evaluate_findings(specs, traits, runs, config)
     notes = [f"{config.prompts} prompts x {config.behaviours} behaviours ({config.correct} correct), G={config.G}, "
              f"lr={config.lr}, {config.steps} steps, mode={config.mode}, {config.seeds} seeds; 95% t intervals",
-             "logit step: lr/G * (sum of A over draws of b - C pi_b), C = sum of the group's A (A-GRAE Eq. 28)"]
+             "logit step: lr/G * (sum of A over draws of b - C pi_b), C = sum of the group's A (A-GRAE Eq. 28)",
+             "all estimators share one lr, as in the paper's controls; pos/neg_dominant and the focus variants also "
+             "change the step size (column sum|A|), which drives much of their pass@k difference here",
+             "zero-sum 'unchanged' means |dh| <= 1e-9: sum(A) = 0 holds up to float rounding (~1e-16)"]
     return LabResult("bandit", config_dict(config), rows, notes=notes, findings=findings, series=series)

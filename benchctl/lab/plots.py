@@ -58,12 +58,16 @@ def plot_symmetry(result: LabResult, out: Path) -> list[Path]:
     for G, rows in _by(result.rows, "G").items():
         fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
         dense = np.linspace(0, 1, 201)
-        for label, est_rows in _by(rows, "estimator").items():
+        mixed = [r for r in rows if 0 < r["c"] < G]  # degenerate groups: no magnitude for most estimators
+        for label, est_rows in _by(mixed, "estimator").items():
             p = [r["p_hat"] for r in est_rows]
             axes[0].plot(p, [r["total"] for r in est_rows], "o-", ms=4, label=label)
             share = [r["sum_abs_correct"] / r["total"] if r["total"] > 0 else np.nan for r in est_rows]
             axes[1].plot(p, share, "o-", ms=4, label=label)
         axes[0].plot(dense, theory.grpo_total_magnitude(dense, G), "k--", lw=1, label="2G√(p(1−p)) (Thm. 2)")
+        totals = [r["total"] for r in mixed if r["total"] > 0]
+        if totals and max(totals) > 8 * min(totals):
+            axes[0].set_yscale("log")  # e.g. pos_dominant's beta = 10 would flatten the others
         axes[0].set(title=f"update magnitude Σ|A|, G={G}", xlabel="group success rate p̂ = c/G")
         axes[1].axhline(0.5, color="k", lw=0.8, ls="--")
         axes[1].set(title="share of Σ|A| on correct rollouts (0.5 = symmetric)", xlabel="p̂", ylim=(0, 1))
@@ -85,7 +89,8 @@ def plot_collapse(result: LabResult, out: Path) -> list[Path]:
         pts = [r for r in result.rows if r["G"] == G and not r["dist"].startswith("beta")]
         ax.plot([r["p"] for r in pts], [r["expected_acr"] for r in pts], "o", color=colour, ms=4)
         for r in (r for r in result.rows if r["G"] == G and r["dist"].startswith("beta")):
-            ax.plot([r["p"]], [r["expected_acr"]], "*", color=colour, ms=12, label=f"{r['dist']} prompts, G={G}")
+            ax.plot([r["p"]], [r["expected_acr"]], "*", color=colour, ms=12,
+                    label=f"{r['dist']} prompts (at mean p), G={G}")
     ax.set(title="expected ACR = (1−p)^G + p^G  (dotted: all wrong, dashed: all correct)",
            xlabel="success probability p", ylabel="probability")
     ax.legend(fontsize=7)

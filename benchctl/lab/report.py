@@ -20,11 +20,18 @@ def _f(value, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
+def _small(value: float) -> str:
+    """Fixed point for ordinary values, scientific for tiny ones (float-rounding residues), — for NaN."""
+    if not math.isfinite(value):
+        return "—"
+    return _f(value, 3) if value > 1e-3 else f"{value:.1e}"
+
+
 def _pm(row: dict, key: str, err: str, digits: int = 4) -> str:
-    """value, with ± error when the error is a positive number."""
+    """value, with ±error when the error is a positive number."""
     e = row.get(err)
     text = _f(row[key], digits)
-    return text if not e or not math.isfinite(e) else f"{text} ± {_f(e, digits)}"
+    return text if not e or not math.isfinite(e) else f"{text}±{_f(e, digits)}"
 
 
 def _se(row: dict) -> str:
@@ -69,10 +76,10 @@ def _bandit_columns(result: LabResult) -> list[Column]:
     cols = [("estimator", lambda r: r["estimator"]), ("step", lambda r: str(r["step"]))]
     cols += [(f"pass@{k}", lambda r, k=k: _pm(r, f"pass@{k}_mean", f"pass@{k}_ci95", 3)) for k in ks]
     cols += [("entropy", lambda r: _pm(r, "entropy_mean", "entropy_ci95", 3)),
-             ("never-sampled", lambda r: _f(r["never_sampled_frac_mean"], 3)),
              ("correct never\nsampled", lambda r: _f(r["undiscovered_frac_mean"], 3)),
-             ("max|Δh| never-sampled", lambda r: _f(r["never_logit_maxdev_mean"], 3) if r["never_logit_maxdev_mean"] > 1e-3
-              else f"{r['never_logit_maxdev_mean']:.1e}")]
+             ("prompts never\ncorrect", lambda r: _f(r["never_correct_prompts_mean"], 3)),
+             ("Σ|A| per\ngroup", lambda r: _f(r["abs_adv_sum_mean"], 2)),
+             ("max|Δh|\nnever-sampled", lambda r: _small(r["never_logit_maxdev_mean"]))]
     return cols
 
 
