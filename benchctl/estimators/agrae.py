@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchctl.estimators._common import flag, group_stats, hp, number, unit_interval_groups
+from benchctl.estimators._common import flag, group_stats, hp, number, signed_scale, unit_interval_groups
 from benchctl.estimators.registry import register_estimator
 
 
@@ -43,16 +43,17 @@ class GammaParams:
         number("gamma", self.gamma, 0.0, None, low_open=True)
 
 
-def _success_rate(rewards: np.ndarray, who: str) -> tuple[np.ndarray, np.ndarray]:
-    """(P,) group success rates p (0.5 in degenerate rows, where nothing is rescaled) and the (P,) mask."""
+def _success_rate(rewards: np.ndarray, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(P,) group success rates p (0.5 in degenerate rows, where nothing is rescaled), the (P,) degenerate
+    mask and a (P, G) scratch buffer for the output."""
     unit_interval_groups(rewards, who)
     stats = group_stats(rewards)
-    return np.where(stats.degenerate, 0.5, stats.mean), stats.degenerate
+    return np.where(stats.degenerate, 0.5, stats.mean), stats.degenerate, stats.centered
 
 
-def _rowwise(base_adv: np.ndarray, factor: np.ndarray, degenerate: np.ndarray) -> np.ndarray:
-    """A * factor per row, degenerate rows keep A; (P, G), (P,) -> (P, G)."""
-    return base_adv * np.where(degenerate, 1.0, factor)[:, None]
+def _rowwise(base_adv: np.ndarray, factor: np.ndarray, degenerate: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """A * factor per row, degenerate rows keep A, written into `out`; (P, G), (P,) -> (P, G)."""
+    return np.multiply(base_adv, np.where(degenerate, 1.0, factor)[:, None], out=out)
 
 
 @register_estimator("a_grae", kind="modifier", params=AgraeParams)
@@ -63,18 +64,18 @@ def a_grae(rewards: np.ndarray, base_adv: np.ndarray, params: AgraeParams, state
     estimators-sources §3.1.
     Formula: A' = A (omega/(2 sqrt(p)) + (1-omega)/(2 sqrt(1-p))); A' > 0: A' min(1, omega/alpha); omega = batch mean
     Shapes: rewards (P, G) in [0, 1], base_adv (P, G) float64 -> advantages (P, G); degenerate groups keep A.
-    Deviations: paper equations, not the released code (see the module docstring).
+    Deviations: paper equations, not the released code (see the module docstring); [our choice] the base keeps
+    its own std (grpo default: sample), pass std="population" for the paper's.
     """
-    p, degenerate = _success_rate(rewards, "a_grae")
-    omega = float(rewards.mean())
-    adv = base_adv
+    p, degenerate, out = _success_rate(rewards, "a_grae")
+    omega = float(rewards.mean())  # Eq. 11: mean over all B trajectories of the batch
+    shift = np.ones_like(p)  # (P,) Eq. 12 factor
     if params.shift:
-        factor = omega / (2.0 * np.sqrt(p)) + (1.0 - omega) / (2.0 * np.sqrt(1.0 - p))  # (P,)
-        adv = _rowwise(base_adv, factor, degenerate)
-    damp = min(1.0, omega / params.alpha)
-    if params.suppress:
-        adv = np.where((adv > 0) & ~degenerate[:, None], adv * damp, adv)  # (P, G)
-    return adv, None, {"omega": omega, "suppression": damp}
+        shift = omega / (2.0 * np.sqrt(p)) + (1.0 - omega) / (2.0 * np.sqrt(1.0 - p))
+    damp = min(1.0, omega / params.alpha) if params.suppress else 1.0
+    up = np.where(degenerate, 1.0, shift * damp)  # (P,) factor of positive advantages (Eq. 12 then 13)
+    down = np.where(degenerate, 1.0, shift)  # (P,) factor of the others
+    return signed_scale(base_adv, up, down, out), None, {"omega": omega, "suppression": damp}
 
 
 @register_estimator("pos_dominant", kind="modifier", params=BetaParams)
@@ -86,8 +87,9 @@ def pos_dominant(rewards: np.ndarray, base_adv: np.ndarray, params: BetaParams, 
     Shapes: rewards (P, G), base_adv (P, G) float64 -> advantages (P, G); degenerate groups keep A.
     Deviations: none.
     """
-    degenerate = group_stats(rewards).degenerate[:, None]  # (P, 1)
-    return np.where((base_adv > 0) & ~degenerate, base_adv * params.beta, base_adv), None, {}
+    stats = group_stats(rewards)
+    up = np.where(stats.degenerate, 1.0, params.beta)  # (P,)
+    return signed_scale(base_adv, up, np.ones_like(up), out=stats.centered), None, {}
 
 
 @register_estimator("neg_dominant", kind="modifier", params=BetaParams)
@@ -99,8 +101,10 @@ def neg_dominant(rewards: np.ndarray, base_adv: np.ndarray, params: BetaParams, 
     Shapes: rewards (P, G), base_adv (P, G) float64 -> advantages (P, G); degenerate groups keep A.
     Deviations: none.
     """
-    degenerate = group_stats(rewards).degenerate[:, None]  # (P, 1)
-    return np.where((base_adv > 0) & ~degenerate, base_adv / params.beta, base_adv), None, {}
+    stats = group_stats(rewards)
+    np.copyto(stats.centered, base_adv)  # the (P, G) scratch becomes the output
+    shrink = (base_adv > 0) & ~stats.degenerate[:, None]  # (P, G)
+    return np.divide(base_adv, params.beta, out=stats.centered, where=shrink), None, {}
 
 
 @register_estimator("hard_focused", kind="modifier", params=GammaParams)
@@ -112,8 +116,8 @@ def hard_focused(rewards: np.ndarray, base_adv: np.ndarray, params: GammaParams,
     Shapes: rewards (P, G) in [0, 1], base_adv (P, G) float64 -> advantages (P, G); degenerate groups keep A.
     Deviations: none.
     """
-    p, degenerate = _success_rate(rewards, "hard_focused")
-    return _rowwise(base_adv, params.gamma / np.sqrt(p), degenerate), None, {}
+    p, degenerate, out = _success_rate(rewards, "hard_focused")
+    return _rowwise(base_adv, params.gamma / np.sqrt(p), degenerate, out), None, {}
 
 
 @register_estimator("easy_focused", kind="modifier", params=GammaParams)
@@ -125,5 +129,5 @@ def easy_focused(rewards: np.ndarray, base_adv: np.ndarray, params: GammaParams,
     Shapes: rewards (P, G) in [0, 1], base_adv (P, G) float64 -> advantages (P, G); degenerate groups keep A.
     Deviations: none.
     """
-    p, degenerate = _success_rate(rewards, "easy_focused")
-    return _rowwise(base_adv, params.gamma / np.sqrt(1.0 - p), degenerate), None, {}
+    p, degenerate, out = _success_rate(rewards, "easy_focused")
+    return _rowwise(base_adv, params.gamma / np.sqrt(1.0 - p), degenerate, out), None, {}

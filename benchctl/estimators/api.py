@@ -31,7 +31,7 @@ class Estimator:
 
     @property
     def loss_agg(self) -> str:
-        """Default loss aggregation (spec §6); modifiers inherit their base's."""
+        """Default loss aggregation (spec §6); [our choice] modifiers inherit their base's (HA-DW, A-GRAE)."""
         return self.spec.loss_agg if self.spec.loss_agg is not None else self.base.loss_agg
 
     @property
@@ -50,7 +50,10 @@ class Estimator:
         adv, metrics, commits = self._chain(r)
         for est, state in commits:  # commit only after every layer succeeded
             est._state = state
-        self._metrics, self._rewards = metrics, r.copy()
+        self._metrics = metrics
+        if self._rewards is None or self._rewards.shape != r.shape:
+            self._rewards = np.empty_like(r)  # reused buffer: no (P, G) allocation per step
+        np.copyto(self._rewards, r)
         return back(adv)
 
     def _chain(self, r: np.ndarray) -> tuple[np.ndarray, dict, list]:

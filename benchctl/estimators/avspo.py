@@ -81,7 +81,8 @@ def avspo(rewards: np.ndarray, params: AvspoParams, state: AvspoState | None):
     tau <- clip(tau + eta sign(dJ) (acr - tau), tau_min, tau_max)
     Shapes: rewards (P, G) float64 -> advantages (P, G); collapsed groups not augmented -> exactly 0.0.
     Deviations: [our choice] stratified virtual rewards v_k = max(anchor_reward, r_max (1 - k/(K+1))), k=1..K;
-    [our choice] dJ = mean reward - previous mean reward (arXiv prose), no update on the first call.
+    [our choice] dJ = mean reward - previous mean reward (arXiv prose), no update on the first call;
+    [our choice] K uses ceil(x - 1e-9) so float noise cannot add a virtual sample.
     """
     stats = group_stats(rewards, params.delta)
     tau = params.tau0 if state is None else state.tau

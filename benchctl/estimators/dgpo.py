@@ -64,4 +64,4 @@ def dgpo(rewards: np.ndarray, params: DgpoParams, state: None):
         "dgpo_weight_min": live.min() if live.size else 1.0,
         "dgpo_weight_max": live.max() if live.size else 1.0,
     }
-    return stats.centered * scale[:, None], None, metrics
+    return np.multiply(stats.centered, scale[:, None], out=stats.centered), None, metrics

@@ -69,4 +69,5 @@ def rloo(rewards: np.ndarray, params: NoParams, state: None):
     g = rewards.shape[1]
     if g == 1:
         return rewards.copy(), None, {}
-    return group_stats(rewards).centered * (g / (g - 1)), None, {}
+    centered = group_stats(rewards).centered  # (P, G), ours to overwrite
+    return np.multiply(centered, g / (g - 1), out=centered), None, {}

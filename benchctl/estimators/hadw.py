@@ -1,16 +1,17 @@
 """HA-DW: history-aware adaptive difficulty weighting of any base advantage (spec §5).
 
 Deviations from paper: the paper gives no eta, m, h or C_0 and no rule while fewer than two anchors exist;
-those choices are marked [our choice] below.  There is no released code.
+the estimator docstring lists what we chose.  There is no released code.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from benchctl.estimators._common import choice, group_stats, hp, integer, number
+from benchctl.estimators._common import choice, group_stats, hp, integer, number, signed_scale
 from benchctl.estimators.registry import register_estimator
 
 
@@ -44,25 +45,35 @@ class HadwState:
     accs: tuple[float, ...]  # last h batch accuracies (hard update)
 
 
-def reweight(base_adv: np.ndarray, p: np.ndarray, prior: float, lam: float) -> np.ndarray:
-    """A * Phi with Phi = lam exp(D M), D = -sgn(A) sgn(p_q - C), M = |p_q - C| (Eq. 13-16); (P, G) -> (P, G)."""
-    diff = p - prior  # (P,)
-    d = -np.sign(base_adv) * np.sign(diff)[:, None]  # (P, G) in {-1, 0, 1}
-    grow = np.exp(np.abs(diff))[:, None]  # (P, 1) e^M
-    phi = lam * np.where(d > 0, grow, np.where(d < 0, 1.0 / grow, 1.0))  # (P, G)
-    return base_adv * phi
+def reweight(base_adv: np.ndarray, p: np.ndarray, prior: float, lam: float, keep: np.ndarray,
+             out: np.ndarray) -> np.ndarray:
+    """A * Phi with Phi = lam exp(D M), D = -sgn(A) sgn(p_q - C), M = |p_q - C| (Eq. 13-16); (P, G) -> (P, G).
+
+    D M = -(p_q - C) when A > 0 and +(p_q - C) when A < 0 (A = 0 gives 0 whatever Phi), so Phi takes two
+    values per group; rows flagged in `keep` (P,) are returned unchanged.
+    """
+    grow = np.exp(p - prior)  # (P,) e^(p_q - C)
+    up, down = lam / grow, lam * grow  # (P,) Phi of positive / of negative advantages
+    up[keep] = down[keep] = 1.0
+    return signed_scale(base_adv, up, down, out)
+
+
+def _pstd(values: tuple[float, ...]) -> float:
+    """Population std of a few floats (plain Python: faster than numpy for m ~ 10 values)."""
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
 def next_anchor(prior: float, y: float, state: HadwState | None, params: HadwParams):
     """Posterior anchor C+ and the updated history (Eq. 8-12; App. F Eq. 134 for update='hard')."""
     anchors = () if state is None else state.anchors
     accs = ((() if state is None else state.accs) + (y,))[-params.h:]
-    sigma = float(np.std(anchors)) if len(anchors) >= 2 else 1.0  # [our choice] sigma = 1 with < 2 anchors
+    sigma = _pstd(anchors) if len(anchors) >= 2 else 1.0  # [our choice] sigma = 1 with < 2 anchors
     eta_t = min(max(params.eta * sigma, 0.0), 1.0)
     if params.anchor == "fixed":
         post = prior
     elif params.update == "hard":
-        post = float(np.mean(accs))
+        post = sum(accs) / len(accs)
     else:
         post = (1.0 - eta_t) * prior + eta_t * y
     return post, HadwState(post, (anchors + (post,))[-params.m:], accs), sigma, eta_t
@@ -77,7 +88,7 @@ def ha_dw(rewards: np.ndarray, base_adv: np.ndarray, params: HadwParams, state: 
     Formula: A' = A * lambda_scale * exp(D M), D = -sgn(A) sgn(p_q - C-), M = |p_q - C-|; C+ = (1-eta_t) C- + eta_t y
     Shapes: rewards (P, G), base_adv (P, G) float64 -> advantages (P, G); degenerate groups keep the base value.
     Deviations: [our choice] first call C- = c0 if given else the batch accuracy y; sigma = 1 while fewer than
-    2 anchors are stored; eta 0.1, m 10, h 10 (the paper gives none).
+    2 anchors are stored; defaults eta=0.1, m=10, h=10 (the paper gives none).
     """
     stats = group_stats(rewards)
     y = float(rewards.mean())
@@ -87,8 +98,7 @@ def ha_dw(rewards: np.ndarray, base_adv: np.ndarray, params: HadwParams, state: 
         prior = state.anchor
     else:
         prior = y if params.c0 is None else params.c0
-    adv = reweight(base_adv, stats.mean, prior, params.lambda_scale)  # (P, G)
-    adv[stats.degenerate] = base_adv[stats.degenerate]
+    adv = reweight(base_adv, stats.mean, prior, params.lambda_scale, stats.degenerate, out=stats.centered)
     post, new_state, sigma, eta_t = next_anchor(prior, y, state, params)
     metrics = {"anchor_prior": prior, "anchor": post, "anchor_sigma": sigma, "anchor_eta": eta_t, "batch_acc": y}
     return adv, new_state, metrics

@@ -37,6 +37,7 @@ class EstimatorInfo:
     formula: str
     source: str  # the full Reference field
     notes: tuple[str, ...]  # deviations and [our choice] decisions
+    choices: tuple[str, ...]  # only the [our choice] decisions, compact (for `benchctl estimators --help`)
     token_scores: str | None  # importance scores a token-level estimator needs
 
 
@@ -67,6 +68,14 @@ def _notes(fn, fields: dict[str, str], params: tuple[HyperParam, ...]) -> tuple[
     return tuple(dict.fromkeys(notes))
 
 
+def _choices(notes: tuple[str, ...], params: tuple[HyperParam, ...]) -> tuple[str, ...]:
+    picked = [n for n in notes if "[our choice]" in n and not any(n.startswith(f"{hp.name}:") for hp in params)]
+    defaults = [f"{hp.name}={hp.default}" for hp in params if "[our choice]" in hp.help]
+    if defaults:
+        picked.append("[our choice] defaults " + ", ".join(defaults))
+    return tuple(picked)
+
+
 def estimator_info(name: str) -> EstimatorInfo:
     """Everything `benchctl estimators show NAME` prints; UnknownNameError for an unknown name."""
     spec = get_spec(name)
@@ -77,6 +86,7 @@ def estimator_info(name: str) -> EstimatorInfo:
     )
     if spec.kind == "modifier":
         params = (HyperParam("base", "grpo", "base estimator whose advantage this modifies"),) + params
+    notes = _notes(spec.fn, fields, params)
     found = ARXIV.search(fields.get("Reference", doc))
     return EstimatorInfo(
         name=spec.name,
@@ -87,7 +97,8 @@ def estimator_info(name: str) -> EstimatorInfo:
         loss_agg=spec.loss_agg,
         formula=fields.get("Formula", ""),
         source=fields.get("Reference", ""),
-        notes=_notes(spec.fn, fields, params),
+        notes=notes,
+        choices=_choices(notes, params),
         token_scores=spec.token_scores,
     )
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchctl.estimators._common import group_stats, hp, number
+from benchctl.estimators._common import group_stats, hp, number, signed_scale
 from benchctl.estimators.registry import register_estimator
 
 
@@ -44,8 +44,6 @@ def grpo_lead(rewards: np.ndarray, base_adv: np.ndarray, params: LeadParams, sta
     Deviations: none in the formula (reward shaping not included, see the module docstring).
     """
     stats = group_stats(rewards)
-    up = lead_weight(stats.mean, params)[:, None]  # (P, 1) weight of positive advantages
-    down = lead_weight(1.0 - stats.mean, params)[:, None]  # (P, 1) weight of the others
-    adv = base_adv * np.where(base_adv > 0, up, down)  # (P, G)
-    adv[stats.degenerate] = base_adv[stats.degenerate]
-    return adv, None, {}
+    up = np.where(stats.degenerate, 1.0, lead_weight(stats.mean, params))  # (P,) weight of positive advantages
+    down = np.where(stats.degenerate, 1.0, lead_weight(1.0 - stats.mean, params))  # (P,) weight of the others
+    return signed_scale(base_adv, up, down, out=stats.centered), None, {}

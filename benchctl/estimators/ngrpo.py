@@ -45,4 +45,4 @@ def ngrpo(rewards: np.ndarray, params: NgrpoParams, state: None):
     std = np.sqrt(sq / (g + n - 1))  # (P,) sample std over G + n values
     inv = 1.0 / np.where(flat, 1.0, std + params.eps)  # (P,)
     inv[flat] = 0.0
-    return centered * inv[:, None], None, {}
+    return np.multiply(centered, inv[:, None], out=centered), None, {}

@@ -3,7 +3,8 @@
 The sequence-level advantage is the base advantage unchanged; the trainer supplies per-token importance
 scores (gradient x input for `oar_g`, counterfactual perturbation for `oar_p`) and calls
 `Estimator.token_advantages`, which applies `reshape_token_weights`.
-Deviations from the released code (a fragment): [our choice] q 0.5, beta 0.5, floor 0.1 (not recoverable);
+
+Deviations from the released code (a fragment): [our choice] q=0.5, beta=0.5, floor=0.1 (not recoverable);
 quantile = numpy's linear interpolation over the reasoning tokens; mass preservation (sum_to_L) always on.
 """
 

@@ -53,7 +53,7 @@ def passk(rewards: np.ndarray, params: PasskParams, state: None):
     Formula: rho = 1 - C(n-c,k)/C(n,k), sigma = sqrt(rho(1-rho)); correct: (1-rho)/(sigma+eps);
     wrong: (1 - rho - C(n-c-1,k-1)/C(n-1,k-1))/(sigma+eps)
     Shapes: rewards (P, G) binary float64 -> advantages (P, G); degenerate groups -> exactly 0.0.
-    Deviations: non-binary rewards are rejected (see the module docstring).
+    Deviations: [our choice] non-binary rewards are rejected instead of thresholded.
     """
     binary_groups(rewards, "passk")
     n = rewards.shape[1]
