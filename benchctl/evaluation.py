@@ -57,6 +57,16 @@ class EvalConfig:
     progress: bool = _f(True, "show the engine's progress bar")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|env|default"})
 
+    def __post_init__(self) -> None:
+        check_range("temperature", self.temperature, 0.0)
+        check_range("top_p", self.top_p, 0.0, 1.0, low_open=True)
+        check_range("max_tokens", self.max_tokens, 1)
+        check_range("chunk_samples", self.chunk_samples, 1)
+        check_range("resamples", self.resamples, 1)
+        check_range("confidence", self.confidence, 0.0, 1.0, low_open=True, high_open=True)
+        if self.limit is not None:
+            check_range("limit", self.limit, 1)
+
     def resolved_n(self) -> int:
         """n if given, else the largest k; BenchctlError when some k > n."""
         if not self.ks:
