@@ -137,17 +137,19 @@ def run_bias(config: BiasConfig) -> LabResult:
             for k, p in enumerate(config.p):
                 exp = exact_expectations(spec, G, p) if exact else mc_expectations(spec, G, p, config, (i, j, k))
                 rows.append(_row(spec, G, p, "exact" if exact else "mc", state, exp))
-            notes.append(_note(spec, G, traits, exact, config))
+            note = _note(spec, traits, exact, config)
+            if note not in notes:  # one note per estimator and path, whatever the G
+                notes.append(note)
     notes.append("true advantage: r - p (HA-DW Eq. 4); *_norm: (r - p)/sqrt(p(1-p)) [our choice for normalised "
                  "estimators]; 'any' = random rollout, so bias_any of dr_grpo = Lemma 2 (column lemma2)")
     return LabResult("bias", config_dict(config), rows, notes=notes)
 
 
-def _note(spec: EstimatorSpec, G: int, traits, exact: bool, config: BiasConfig) -> str:
+def _note(spec: EstimatorSpec, traits, exact: bool, config: BiasConfig) -> str:
     if exact:
-        return f"{spec.label} G={G}: exact Binomial sum over c=1..G-1 (probed stateless, group-local)"
+        return f"{spec.label}: exact Binomial sum over c=1..G-1 (probed stateless, group-local)"
     why = [w for w, on in (("stateful", traits.stateful), ("batch-coupled", not traits.group_local)) if on]
     ctx = f"batches of {config.batch_prompts} groups at the same p, ~{config.groups} groups per cell"
     st = {"fresh": "fresh estimator per batch", "carry": "one estimator carried through the batches"}[config.state]
     reason = f" ({', '.join(why)})" if why else ""
-    return f"{spec.label} G={G}: Monte Carlo{reason}: {ctx}; {st if traits.stateful else 'stateless'}; SE over batches"
+    return f"{spec.label}: Monte Carlo{reason}: {ctx}; {st if traits.stateful else 'stateless'}; SE over batches"
