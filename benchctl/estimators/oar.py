@@ -50,7 +50,7 @@ def reshape_weights(scores: np.ndarray, mask: np.ndarray, q: float, beta: float,
     flat = ~(u_max > u_min)  # (N, 1): max = min (or no reasoning token) -> u_hat all ones
     u_hat = np.where(flat, 1.0, (u - u_min) / np.where(flat, 1.0, u_max - u_min))  # (N, T)
     lengths = mask.sum(axis=1)  # (N,) L per response
-    ordered = np.sort(np.where(mask, u_hat, np.inf), axis=1)  # (N, T) reasoning values first
+    ordered = np.sort(np.where(mask, u_hat, 2.0), axis=1)  # (N, T) reasoning values (<= 1) first
     tau = np.where(lengths > 0, _row_quantile(ordered, lengths, q), 1.0)[:, None]  # (N, 1)
     low = np.maximum(u_hat / (tau + 1e-8), floor)  # (N, T) noise suppression
     high = 1.0 + beta * (u_hat - tau) / (1.0 - tau + 1e-8)  # (N, T) signal boosting
