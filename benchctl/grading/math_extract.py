@@ -1,11 +1,14 @@
 """Final-answer extraction without sympy: the last `\\boxed{...}` of a completion (pure Python, cheap).
 
-The rule is Hendrycks' `last_boxed_only_string` + `remove_boxed` (the rule `shared/benchmarks/SOURCES.md` used to
-build the gold answers, and Qwen2.5-Math's `extract_answer` for boxed outputs):
+The box rule is Hendrycks' `last_boxed_only_string` + `remove_boxed` (the rule `shared/benchmarks/SOURCES.md` used
+to build the gold answers, and Qwen2.5-Math's `extract_answer` for boxed outputs):
 1. take the last `\\boxed` (`\\boxed*` too); if there is none, the last `\\fbox`;
 2. followed by `{`: the text up to the matching `}` (nested braces balanced);
 3. followed by a space (`\\boxed 5`): the text up to the next `$`, newline or end;
-4. strip; an empty or unbalanced box counts as no box (None).
+4. strip; an empty or unbalanced box counts as no box.
+
+`final_boxed_answer` adds math-verify's multi-answer rule (`parser.py: lazy_latex_regex`, up to 1 + 5 boxes joined
+by `,` / `and` / `or`): "$\\boxed{2}$ and $\\boxed{3}$" gives "2, 3", which math-verify then reads as the set {2, 3}.
 """
 
 from __future__ import annotations
@@ -14,22 +17,23 @@ import re
 
 _BOX = re.compile(r"\\(?:boxed\*?|fbox)")
 _LEADING_INT = re.compile(r"\s*([-+]?\d+)")
+_JOINER = re.compile(r"\s*\$*\s*(?:,?\s*and|,?\s*or|,)\s*\$*\s*", re.DOTALL)
+MAX_JOINED_BOXES = 6  # math-verify: first_ + next1_..next5_ groups
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last `\\boxed{...}` (or `\\fbox{...}`) in `text`, None if there is none."""
-    starts = [m for m in _BOX.finditer(text) if m.group(0) != "\\fbox"]
-    if not starts:
-        starts = list(_BOX.finditer(text))
-    for match in reversed(starts):
-        content = _box_content(text, match.end())
-        if content:
-            return content
-    return None
+def _boxes(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of every non-empty, balanced box; `\\fbox` only if there is no `\\boxed`."""
+    found = []
+    for match in _BOX.finditer(text):
+        span = _box_content(text, match.end())
+        if span is not None:
+            found.append((match.start(), span[1], span[0], match.group(0) == "\\fbox"))
+    boxed = [b for b in found if not b[3]]
+    return [(s, e, c) for s, e, c, _ in (boxed or found)]
 
 
-def _box_content(text: str, pos: int) -> str | None:
-    """Content of the box whose macro ends at `pos` (see the module rule), None if empty or unbalanced."""
+def _box_content(text: str, pos: int) -> tuple[str, int] | None:
+    """(content, end index) of the box whose macro ends at `pos` (module rule), None if empty or unbalanced."""
     if pos < len(text) and text[pos] == "{":
         depth = 0
         for i in range(pos, len(text)):
@@ -38,13 +42,34 @@ def _box_content(text: str, pos: int) -> str | None:
             elif text[i] == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[pos + 1 : i].strip() or None
-        return None  # unbalanced (truncated completion)
+                    content = text[pos + 1 : i].strip()
+                    return (content, i + 1) if content else None
+        return None  # unbalanced (e.g. a truncated completion)
     if pos < len(text) and text[pos] == " ":
         rest = text[pos + 1 :]
         end = min((j for j in (rest.find("$"), rest.find("\n")) if j >= 0), default=len(rest))
-        return rest[:end].strip() or None
+        content = rest[:end].strip()
+        return (content, pos + 1 + end) if content else None
     return None
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last `\\boxed{...}` (or `\\fbox{...}`) in `text`, None if there is none."""
+    boxes = _boxes(text) if "\\" in text else []
+    return boxes[-1][2] if boxes else None
+
+
+def final_boxed_answer(text: str) -> str | None:
+    """The last box, joined with the boxes right before it when only `,`/`and`/`or` separate them."""
+    boxes = _boxes(text) if "\\" in text else []
+    if not boxes:
+        return None
+    parts = [boxes[-1]]
+    for prev in reversed(boxes[:-1]):
+        if len(parts) == MAX_JOINED_BOXES or not _JOINER.fullmatch(text[prev[1] : parts[-1][0]]):
+            break
+        parts.append(prev)
+    return ", ".join(content for _, _, content in reversed(parts))
 
 
 def leading_integer(text: str) -> str | None:

@@ -1,0 +1,117 @@
+"""Math answer grading: math-verify 0.9.0 in a process pool with a per-item time bound, deduplicated.
+
+Pipeline for a batch of (gold, completion) pairs:
+1. Extract the final answer in the parent (pure Python, `math_extract.final_boxed_answer`): the last `\\boxed{}`
+   (plus the boxes right before it joined by `,`/`and`/`or`, as math-verify does). Completions without a box go
+   whole to the worker, where math-verify's own extraction (answer anchors, last LaTeX, last expression) applies.
+2. Deduplicate: identical (profile, gold, answer with whitespace runs collapsed, tolerance) jobs are graded once
+   and the verdict fanned back to every item (RL evaluation repeats the same few answers hundreds of times).
+3. Grade each unique job in a `math_pool.BoundedPool` worker: `verify(gold, pred)` with the GOLD FIRST
+   (math-verify is not symmetric; landscape.md section 5, Math-Verify issues #25/#10), math-verify's signal
+   timeouts off, the bound enforced by the parent (the overrunning worker is killed: reason "timeout"; a worker
+   that dies: reason "error"). `workers=0` grades in-process with NO time bound (debugging only).
+Reasons: correct, wrong, no_answer (nothing extractable), parse_error (answer or gold found but not parseable
+and not string-equal), timeout, error. `Verdict.extracted` is the box content, or math-verify's matched string.
+
+Profiles per benchmark (`math_worker.PROFILES`; rewrites applied to gold and answer alike): `default` (MATH-500,
+AIME, AMC, GSM8K, MATH train: plain math-verify), `minerva` (`4.5e33`, `-3./2`, `np.arcsin` golds), `olympiad`
+(stray `$` in 3 golds, absolute tolerance from the `error` field).
+
+Known issues (each pinned by a row of tests/grading/test_math_regressions.py):
+- `\\text{0.5}` (a decimal inside `\\text`) does not parse to a number in math-verify 0.9.0, so it is graded
+  wrong against 1/2 (`\\text{13}` vs 13 is fine).
+- Minerva numeric answers are compared at math-verify's precision (float_rounding=6 on the mantissa): `4.49e33`
+  is wrong against `4.5e33`; Minerva/Qwen2.5-Math use a relative tolerance (1e-4) we do not apply [our choice:
+  no tolerance that the benchmark file does not state].
+- Ordered tuples such as `(1,2)` are read as open intervals on both sides (math-verify), so `(1,2)` vs `(2,1)` is
+  wrong as it should be, but the gold/answer type is interval, not tuple.
+- Completions without a box are graded by math-verify's fallback extraction, which may pick an intermediate
+  number from the prose (correct-by-accident is possible; nothing to do short of requiring a box).
+- Prose golds (`olympiadbench-1965`) can only match themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from benchctl.errors import BenchctlError
+from benchctl.grading.math_extract import final_boxed_answer
+from benchctl.grading.math_pool import default_workers, shared_pool
+from benchctl.grading.verdict import Verdict
+
+DEFAULT_TIMEOUT = 5.0  # seconds per unique item [our choice]: math-verify's own default bound
+WORKER_FUNC = "benchctl.grading.math_worker:grade_job"  # imported by the workers only (sympy stays out of here)
+PROFILES = ("default", "minerva", "olympiad")  # == math_worker.PROFILES (a test checks)
+
+
+def _job(profile: str, gold: str | None, completion: str, tol: float | None) -> tuple[tuple, str | None]:
+    """(dedupe key == worker args, extracted box content or None)."""
+    boxed = final_boxed_answer(completion)
+    if boxed is None:
+        return (profile, gold, completion, False, tol), None
+    return (profile, gold, " ".join(boxed.split()), True, tol), boxed
+
+
+def _run(jobs: list[tuple], workers: int | None, timeout: float) -> list[tuple[str, object]]:
+    """(status, value) per job from the pool, or in-process when workers == 0."""
+    if workers == 0:
+        from benchctl.grading.math_worker import grade_job
+
+        out = []
+        for job in jobs:
+            try:
+                out.append(("ok", grade_job(*job)))
+            except Exception as exc:  # noqa: BLE001 - same contract as the pool workers
+                out.append(("error", f"{type(exc).__name__}: {str(exc)[:200]}"))
+        return out
+    return shared_pool(WORKER_FUNC, workers or default_workers()).map(jobs, timeout)
+
+
+def _verdict(outcome: tuple[str, object], boxed: str | None, timeout: float) -> Verdict:
+    status, value = outcome
+    if status == "ok":
+        reason, extracted, detail = value  # type: ignore[misc]
+        return Verdict.of(reason, boxed if boxed is not None else extracted, detail)
+    if status == "timeout":
+        return Verdict.of("timeout", boxed, f"grading exceeded {timeout:g} s")
+    return Verdict.of("error", boxed, str(value))
+
+
+def grade_math(
+    pairs: Sequence[tuple[str, str]],
+    *,
+    profile: str = "default",
+    tolerances: Sequence[float | None] | None = None,
+    workers: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[Verdict]:
+    """One `Verdict` per (gold, completion) pair, in order; never raises for a bad completion.
+
+    Args:
+        pairs: (gold final answer without `\\boxed`, model completion).
+        profile: per-benchmark rewrite profile, one of `math_worker.PROFILES`.
+        tolerances: optional absolute numeric tolerance per pair (OlympiadBench `error`), None = exact.
+        workers: worker processes (None = CPUs available, at most 8; 0 = in-process, no time bound).
+        timeout: seconds allowed per unique (gold, answer) item; past it the item is "timeout".
+    """
+    if profile not in PROFILES:
+        raise BenchctlError(f"unknown grading profile {profile!r}; choose one of: {', '.join(PROFILES)}")
+    if tolerances is not None and len(tolerances) != len(pairs):
+        raise BenchctlError(f"tolerances has {len(tolerances)} entries for {len(pairs)} pairs")
+    if timeout <= 0:
+        raise BenchctlError(f"timeout={timeout!r} must be > 0 seconds")
+    tols = tolerances if tolerances is not None else [None] * len(pairs)
+    keyed = [_job(profile, gold, completion, tol) for (gold, completion), tol in zip(pairs, tols)]
+    unique = sorted({key for key, _ in keyed}, key=lambda k: (k[1] or "", k[2]))  # same gold together: cache hits
+    position = {key: i for i, key in enumerate(unique)}
+    outcomes = _run(unique, workers, timeout)
+    return [_verdict(outcomes[position[key]], boxed, timeout) for key, boxed in keyed]
+
+
+def extract_math_answer(completion: str, *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> str | None:
+    """The final answer grading would use: the last box, else math-verify's extraction (run in the pool)."""
+    job, boxed = _job("default", None, completion, None)
+    if boxed is not None:
+        return boxed
+    status, value = _run([job], workers, timeout)[0]
+    return value[1] if status == "ok" else None  # type: ignore[index]

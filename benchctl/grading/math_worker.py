@@ -1,0 +1,96 @@
+"""What one grading worker process does: per-task string normalisation, math-verify parse and verify.
+
+Runs inside the worker processes of `benchctl.grading.math_pool` (and in-process when `workers=0`). math-verify's
+own signal-based timeouts are disabled (`parsing_timeout=None`, `timeout_seconds=None`): the parent process
+bounds each item instead (landscape.md section 5: signal.alarm breaks outside the main thread and cannot interrupt
+C-level big-integer arithmetic).
+
+Profiles (string rewrites applied to the gold AND the answer before parsing; `default` rewrites nothing, so it is
+plain math-verify):
+- `minerva`: Python/NumPy-style numbers the Minerva (MIT OCW) golds box, e.g. `4.5e33` -> `4.5\\times10^{33}`
+  (math-verify reads `4.5e33` as 4.5*e*33), `-3./2` -> `-3/2`, `np.arcsin` -> `\\arcsin`.
+- `olympiad`: the stray `$` the OlympiadBench golds keep (`221,$8` -> `221, 8`; `\\cup\\{1\\}$.` -> `\\cup\\{1\\}`).
+Tolerance (`tol`, absolute): OlympiadBench's `error` field; a wrong verdict is turned correct when both sides are
+plain numbers within `tol` (OlympiadBench's judge compares `abs(a - b) <= precision`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from functools import lru_cache
+
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+logging.getLogger("math_verify").setLevel(logging.ERROR)  # its "timeout disabled" warning and parse tracebacks
+
+EXTRACTION_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+"""Boxed answers first (priority 0), then math-verify's usual anchors/LaTeX/plain-expression fallbacks."""
+
+_SCI = re.compile(r"(?<![\w.\\])(\d+(?:\.\d*)?)[eE]([+-]?\d+)(?![\w.])")
+_BARE_POINT = re.compile(r"(\d)\.(?![\d.])")
+_NUMPY = re.compile(r"\b(?:np|numpy|math)\.(?=[a-z])")
+_OLY_DOLLAR = re.compile(r"\s*,?\s*\$\s*,?\s*")
+
+
+def _minerva(text: str) -> str:
+    text = _NUMPY.sub("\\\\", text)
+    text = _SCI.sub(lambda m: f"{m.group(1)}\\times10^{{{int(m.group(2))}}}", text)
+    return _BARE_POINT.sub(r"\1", text)
+
+
+def _olympiad(text: str) -> str:
+    if "$" not in text:
+        return text
+    parts = [p for p in _OLY_DOLLAR.split(text.strip().rstrip(".").strip()) if p]
+    return ", ".join(parts) if "," in text else " ".join(parts)
+
+
+PROFILES = {"default": None, "minerva": _minerva, "olympiad": _olympiad}
+
+
+def normalize(profile: str, text: str) -> str:
+    """The profile's rewrite of `text` (identity for `default`)."""
+    rewrite = PROFILES[profile]
+    return text if rewrite is None else rewrite(text)
+
+
+@lru_cache(maxsize=8192)
+def parse_cached(text: str) -> tuple:
+    """math-verify `parse` with our extraction config and no signal timeout, memoised per worker."""
+    return tuple(parse(text, list(EXTRACTION_CONFIG), parsing_timeout=None))
+
+
+def _is_unparsed(result: tuple) -> bool:
+    return all(isinstance(x, str) for x in result)
+
+
+def _within(gold: tuple, pred: tuple, tol: float) -> bool:
+    try:
+        return abs(float(gold[0]) - float(pred[0])) <= tol * (1 + 1e-9)
+    except (TypeError, ValueError, IndexError):
+        return False
+
+
+def grade_job(profile: str, gold: str | None, answer: str, boxed: bool, tol: float | None) -> tuple[str, str | None, str]:
+    """(reason, extracted, detail) for one answer; `boxed` answers are box contents, others whole completions.
+
+    gold None: extraction only (reason "correct" is not used; the extracted string is what matters).
+    """
+    text = normalize(profile, answer)
+    pred = parse_cached(f"\\boxed{{{text}}}" if boxed else text)
+    extracted = answer if boxed else (next((x for x in reversed(pred) if isinstance(x, str)), None) if pred else None)
+    if not pred:
+        return ("parse_error", answer, "answer not parsed") if boxed else ("no_answer", None, "")
+    if gold is None:
+        return "wrong", extracted, "extraction only"
+    gold_parsed = parse_cached(f"\\boxed{{{normalize(profile, gold)}}}")
+    if verify(list(gold_parsed), list(pred), timeout_seconds=None):
+        return "correct", extracted, ""
+    if tol is not None and _within(gold_parsed, pred, tol):
+        return "correct", extracted, f"within tolerance {tol:g}"
+    if not gold_parsed or _is_unparsed(gold_parsed):
+        return "parse_error", extracted, "gold not parsed"
+    if _is_unparsed(pred):
+        return "parse_error", extracted, "answer not parsed"
+    return "wrong", extracted, ""
