@@ -39,6 +39,7 @@ import os
 import re
 import reprlib
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -87,9 +88,15 @@ class Plan:
     setup: str
 
 
+def _parse(source: str, mode: str = "exec") -> ast.AST:
+    with warnings.catch_warnings():  # dataset code has e.g. invalid escape sequences in regex strings
+        warnings.simplefilter("ignore")
+        return ast.parse(source, mode=mode)
+
+
 def _defined_names(code: str) -> set[str]:
     try:
-        tree = ast.parse(code)
+        tree = _parse(code)
     except SyntaxError:
         return set()
     names = set()
@@ -131,7 +138,7 @@ def plan_problem(problem: Problem, *, include_challenge: bool = True) -> Plan:
     planned, expressions, names = [], [], set()
     for text in tests:
         try:
-            stmt = ast.parse(text.strip()).body
+            stmt = _parse(text.strip()).body
         except SyntaxError as exc:
             raise BenchctlError(f"test of problem {problem.id!r} is not valid Python: {text!r} ({exc.msg})") from None
         if len(stmt) != 1 or not isinstance(stmt[0], (ast.Assert, ast.Expr)):
@@ -141,10 +148,12 @@ def plan_problem(problem: Problem, *, include_challenge: bool = True) -> Plan:
         body = ast.fix_missing_locations(ast.Expression(body=skeleton))
         modules = sorted({n.id for n in ast.walk(skeleton) if isinstance(n, ast.Name) and n.id in sys.stdlib_module_names})
         for hole in splitter.holes:
-            names.update(n.id for n in ast.walk(ast.parse(hole, mode="eval")) if isinstance(n, ast.Name) and n.id in trusted)
+            names.update(n.id for n in ast.walk(_parse(hole, "eval")) if isinstance(n, ast.Name) and n.id in trusted)
         first = len(expressions)
         expressions.extend(splitter.holes)
-        code = compile(body, f"<test of {problem.id}>", "eval")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = compile(body, f"<test of {problem.id}>", "eval")
         planned.append(PlannedTest(text.strip(), code, tuple(range(first, len(expressions))), tuple(modules)))
     return Plan(tuple(planned), tuple(expressions), tuple(sorted(names)), setup)
 

@@ -52,7 +52,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -80,6 +80,7 @@ class SandboxLimits:
     isolate_network: bool = field(default=True, metadata={"help": "unshare a network namespace (no interfaces)"})
     isolate_filesystem: bool = field(default=True, metadata={"help": "[root] private mount namespace and tmpfs"})
     drop_privileges: bool = field(default=True, metadata={"help": "[root] run the child as a fresh per-run uid"})
+    isolate_processes: bool = field(default=True, metadata={"help": "PID namespace: all die with the run"})
     hide_paths: tuple[str, ...] = field(
         default=("/root", "/home", "/work", "/srv", "/mnt", "/media", "/opt", "/data"),
         metadata={"help": "directories replaced by an empty read-only tmpfs (the interpreter's stdlib stays)"},
@@ -102,6 +103,7 @@ class ExecResult:
     output_truncated: bool
     cpu_limit_hit: bool  # ended by SIGXCPU/SIGKILL from RLIMIT_CPU
     memory_limit_hit: bool  # a MemoryError was reported
+    processes_isolated: bool  # the child ran in its own PID namespace (all its processes die with it)
     network_isolated: bool  # the child was in its own network namespace
     filesystem_isolated: bool  # private mount namespace: hide_paths hidden, private tmpfs
     privileges_dropped: bool  # the child ran as an unprivileged per-run uid
@@ -111,6 +113,7 @@ class ExecResult:
     completed: bool = False  # the harness reported every expression and finished
     protocol_error: str = ""  # the result channel broke the protocol (e.g. forged records)
     notes: tuple[str, ...] = ()  # why an isolation step did not hold
+    sandbox_uid: int | None = None  # the per-run uid when privileges were to be dropped (for audits)
 
 
 def _identity(limits: SandboxLimits) -> tuple[int, int] | None:
@@ -129,7 +132,8 @@ def _spec(source, setup, expressions, trusted_names, limits, timeout_s, ident, w
         "source": source, "setup": setup, "expressions": list(expressions), "trusted_names": list(trusted_names),
         "limits": lim, "uid": ident[0] if ident else None, "gid": ident[1] if ident else None,
         "workdir": workdir, "channel_fd": fd, "isolate_network": limits.isolate_network,
-        "isolate_filesystem": limits.isolate_filesystem, "hide_paths": list(limits.hide_paths),
+        "isolate_filesystem": limits.isolate_filesystem, "isolate_processes": limits.isolate_processes,
+        "hide_paths": list(limits.hide_paths),
         "private_tmp": list(limits.private_tmp), "tmp_bytes": limits.tmp_bytes,
     }
 
@@ -177,7 +181,8 @@ def run_python(
             if fd >= 0:
                 os.close(fd)
         shutil.rmtree(workdir, ignore_errors=True)
-    return _result(proc.returncode, out, err, chan, killed, duration, len(expressions), limits)
+    res = _result(proc.returncode, out, err, chan, killed, duration, len(expressions), limits)
+    return replace(res, sandbox_uid=ident[0]) if ident else res
 
 
 def _supervise(proc, chan_r, deadline, limits):
@@ -262,7 +267,7 @@ def _sweep_uid(uid: int, gid: int) -> None:
         if not _pids_of_uid(uid):
             return
         subprocess.run(
-            ["kill", "-s", "KILL", "--", "-1"], user=uid, group=gid, extra_groups=[], env={"PATH": "/usr/bin:/bin"},
+            ["kill", "-9", "-1"], user=uid, group=gid, extra_groups=[], env={"PATH": "/usr/bin:/bin"},
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
         )
         time.sleep(0.01)
@@ -278,7 +283,7 @@ def _result(rc, out, err, chan, killed, duration, n_expr, limits) -> ExecResult:
         returncode=rc, stdout=out[:cap].decode("utf-8", "replace"), stderr=err[:cap].decode("utf-8", "replace"),
         timed_out=killed == "timeout", killed_reason=killed, output_truncated=len(out) + len(err) > cap,
         cpu_limit_hit=rc == -signal.SIGXCPU,
-        memory_limit_hit=mem, network_isolated=hello.get("net") is True,
+        memory_limit_hit=mem, processes_isolated=hello.get("pid") is True, network_isolated=hello.get("net") is True,
         filesystem_isolated=hello.get("fs") is True, privileges_dropped=hello.get("dropped") is True,
         duration_s=duration, stage_error=report.stage_error, outcomes=report.outcomes, completed=report.done,
         protocol_error=report.protocol_error, notes=tuple(str(n) for n in hello.get("notes", ())),

@@ -26,9 +26,11 @@ import collections
 import marshal
 import os
 import resource
+import signal
+import struct
 import sys
 
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
@@ -138,6 +140,54 @@ def isolate_filesystem(spec, libc, ctypes):
         os.chown(spec["workdir"], spec["uid"], spec["gid"])
     for h in hidden:
         _mount(libc, ctypes, None, h, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if os.getpid() != 1 and spec["isolate_processes"]:
+        try:  # a /proc of our own PID namespace: other processes' command lines disappear
+            _mount(libc, ctypes, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        except OSError:
+            pass
+
+
+def _relay(status, back_fd=None):
+    """Leave with the same wait status as a child: exit code, or the same signal (or report it upward)."""
+    if back_fd is not None:
+        os.write(back_fd, struct.pack("i", status))
+        os._exit(0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def enter_pid_namespace():
+    """Returns only in the process that will run the candidate (pid 2 of a new PID namespace) or, when no PID
+    namespace can be made, in the original process; returns the failure note ("" on success).
+
+    Host-side process P: unshare(CLONE_NEWPID), fork C, wait, leave with C's relayed status.  C is pid 1 of the
+    namespace: it forks D (returned to), reaps every orphan until D ends, and reports D's wait status to P.  When
+    C exits the kernel kills and reaps everything left in the namespace (setsid escapees included)."""
+    try:
+        libc, ctypes = _libc()
+    except Exception as exc:  # noqa: BLE001
+        return f"pid namespace unavailable: {exc}"
+    if libc.unshare(CLONE_NEWPID if os.geteuid() == 0 else CLONE_NEWUSER | CLONE_NEWPID) != 0:
+        return f"pid namespace unavailable: {os.strerror(ctypes.get_errno())}"
+    back_r, back_w = os.pipe()
+    c = os.fork()
+    if c:  # P
+        os.close(back_w)
+        os.waitpid(c, 0)
+        data = os.read(back_r, 4)
+        _relay(struct.unpack("i", data)[0] if len(data) == 4 else 256)
+    os.close(back_r)
+    d = os.fork()
+    if d == 0:  # D
+        os.close(back_w)
+        return ""
+    while True:  # C: the namespace's init
+        pid, status = os.wait()
+        if pid == d:
+            _relay(status, back_w)
 
 
 def apply_limits(lim):
@@ -158,10 +208,10 @@ def apply_limits(lim):
         resource.setrlimit(res, (soft, hard))
 
 
-def confine(spec):
+def confine(spec, pid_note):
     """Steps 2-5; returns the hello record (what worked, and why not where it did not)."""
     root = os.geteuid() == 0
-    status = {"net": False, "fs": False, "dropped": False, "notes": []}
+    status = {"pid": not pid_note, "net": False, "fs": False, "dropped": False, "notes": [pid_note] if pid_note else []}
     libc = ctypes = None
     if spec["isolate_network"] or spec["isolate_filesystem"] or spec["uid"] is not None:
         try:
@@ -180,7 +230,7 @@ def confine(spec):
         else:
             status["notes"].append(f"network namespace unavailable: {os.strerror(ctypes.get_errno())}")
     apply_limits(spec["limits"])
-    if spec["uid"] is not None and root and (status["fs"] or _paths_world_readable(sys.path)):
+    if spec["uid"] is not None and root and _paths_world_readable(sys.path):
         os.setgroups([])
         os.setresgid(spec["gid"], spec["gid"], spec["gid"])
         os.setresuid(spec["uid"], spec["uid"], spec["uid"])
@@ -290,8 +340,9 @@ def main():
                 modules[name] = __import__(name)
             except ImportError:
                 modules[name] = None
+    pid_note = enter_pid_namespace() if spec["isolate_processes"] else "pid namespace not requested"
     send = make_sender(spec["channel_fd"])
-    send({"hello": confine(spec)})
+    send({"hello": confine(spec, pid_note)})
     out, err = sys.stdout, sys.stderr
     rc = run(spec, send, modules)
     for stream in (sys.stdout, sys.stderr, out, err):
