@@ -168,3 +168,12 @@ def test_default_loss_aggregation_follows_spec_section_6_and_modifiers_inherit()
     others = {name for name in agg if name not in ("dr_grpo", "dgpo")}
     assert {agg[name] for name in others} == {"seq-mean-token-mean"}
     assert get_estimator("a_grae", base="dr_grpo").loss_agg == "seq-mean-token-sum-norm"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", ["grpo", "ha_dw", "avspo"])
+def test_cuda_tensors_come_back_on_the_same_device_and_dtype(name):
+    rewards = torch.tensor(batch(), dtype=torch.float32, device="cuda")
+    out = get_estimator(name).advantages(rewards)
+    assert out.device == rewards.device and out.dtype == torch.float32
+    np.testing.assert_array_equal(out.cpu().numpy(), get_estimator(name).advantages(batch().astype(np.float32)))
