@@ -52,7 +52,8 @@ from benchctl.tasks.base import Problem
 DEFAULT_TIMEOUT_S = 10.0  # wall clock per sample, all tests together [our choice]
 _FENCE = re.compile(r"```[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _PY_TAGS = {"python", "py", "python3"}
-_TRUSTED = frozenset(dir(builtins)) | frozenset(sys.stdlib_module_names)
+_MODULES = frozenset(sys.stdlib_module_names)
+_TRUSTED = frozenset(dir(builtins)) | _MODULES
 _ATOMIC = (ast.Name, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr)
 _HOLE = "_benchctl_hole_{}"
 
@@ -130,7 +131,8 @@ class _Splitter(ast.NodeTransformer):
 def plan_problem(problem: Problem, *, include_challenge: bool = True) -> Plan:
     """Split the problem's asserts into holes and skeletons; BenchctlError for a malformed problem."""
     meta = problem.meta
-    tests = list(meta.get("test_list") or []) + (list(meta.get("challenge_test_list") or []) if include_challenge else [])
+    tests = list(meta.get("test_list") or [])
+    tests += list(meta.get("challenge_test_list") or []) if include_challenge else []
     if not tests:
         raise BenchctlError(f"code problem {problem.id!r} has no test_list")
     setup = str(meta.get("test_setup_code") or "")
@@ -146,7 +148,7 @@ def plan_problem(problem: Problem, *, include_challenge: bool = True) -> Plan:
         splitter = _Splitter(trusted)
         skeleton = splitter.visit(stmt[0].test if isinstance(stmt[0], ast.Assert) else stmt[0].value)
         body = ast.fix_missing_locations(ast.Expression(body=skeleton))
-        modules = sorted({n.id for n in ast.walk(skeleton) if isinstance(n, ast.Name) and n.id in sys.stdlib_module_names})
+        modules = sorted({n.id for n in ast.walk(skeleton) if isinstance(n, ast.Name) and n.id in _MODULES})
         for hole in splitter.holes:
             names.update(n.id for n in ast.walk(_parse(hole, "eval")) if isinstance(n, ast.Name) and n.id in trusted)
         first = len(expressions)
@@ -180,7 +182,8 @@ def verdict_from_result(plan: Plan, result: ExecResult, extracted: str, timeout_
     """Rule 4 of the module docstring: turn one sandbox run into a verdict."""
     n, got = len(plan.tests), len(result.outcomes)
     if result.timed_out:
-        return Verdict.of("timeout", extracted, f"wall clock {timeout_s:g}s exceeded ({got}/{len(plan.expressions)} calls done)")
+        why = f"wall clock {timeout_s:g}s exceeded ({got}/{len(plan.expressions)} calls done)"
+        return Verdict.of("timeout", extracted, why)
     if result.killed_reason:
         return Verdict.of("error", extracted, f"limit hit: {result.killed_reason}")
     if result.stage_error is not None:

@@ -2,40 +2,47 @@
 
 Design (cf. openai/human-eval `execution.py`, evalplus `reliability_guard`, nanochat `execution.py`; all three
 say they are not security sandboxes): the parent starts `python -I -S -B sandbox_harness.py` in a new session
-(its own process group) with a minimal environment (PATH, HOME/TMPDIR = the work dir, LANG; no inherited
-variables), stdin from /dev/null, and a pipe as result channel.  The trusted harness confines itself before the
-candidate runs (see `sandbox_harness.py`); the parent enforces the wall clock, reads at most
-`max_output_bytes` of stdout+stderr and `max_channel_bytes` of results (killing the child on overflow), kills the
-whole process group (`os.killpg`) when the child exits or times out, then kills every process left under the
-per-run uid, and removes the temporary directory.  A thread may call `run_python`: nothing uses signals or
-`preexec_fn`.
+(its own process group) with a minimal environment (PATH, HOME/TMPDIR = the work dir, LANG; nothing inherited),
+stdin from /dev/null, and a pipe as result channel.  The trusted harness confines itself before the candidate
+runs (PID, mount and network namespaces, rlimits, a fresh per-run uid: see `sandbox_harness.py`); the parent
+enforces the wall clock, reads at most `max_output_bytes` of stdout+stderr and `max_channel_bytes` of results
+(killing the child on overflow), kills the whole process group (`os.killpg`) when the child exits or times out,
+kills whatever still runs under the per-run uid (`kill(-1)` as that uid), and removes the temporary directory.
+A thread may call `run_python`: nothing uses signals, `preexec_fn` or `os.fork` in the calling process.
 
 Threat model: generated code is hostile.  Covered (each has a test in tests/grading/test_sandbox.py):
 - infinite loops: killed at the wall-clock bound, also when called from a thread
   (`test_infinite_loop_is_killed_within_budget`, `test_timeout_holds_when_called_from_a_thread`);
 - CPU burn is also capped by RLIMIT_CPU (`test_cpu_rlimit_stops_a_busy_child`);
-- fork bombs: RLIMIT_NPROC on the per-run uid, then killpg + uid sweep (`test_fork_bomb_is_contained`);
-- processes that escape the group with setsid() are killed by the uid sweep (`test_setsid_escapee_is_killed`);
+- fork bombs: RLIMIT_NPROC on the per-run uid; no process of that uid survives (`test_fork_bomb_is_contained`);
+- processes that escape the group with setsid(): killed with the PID namespace, and by the uid sweep
+  (`test_setsid_escapee_is_killed`);
+- seeing other processes: /proc is the sandbox's own (`test_proc_shows_only_the_sandbox_processes`);
 - memory bombs: RLIMIT_AS/DATA give MemoryError (`test_memory_bomb_is_contained`);
 - huge output: at most `max_output_bytes` kept, child killed (`test_huge_output_is_truncated_and_killed`);
-- huge files: RLIMIT_FSIZE (`test_file_size_limit_stops_big_writes`);
-- deleting files outside the work dir: the child runs as an unprivileged per-run uid
+- huge files: RLIMIT_FSIZE (`test_file_size_limit_stops_big_writes`); the total written to /tmp, /dev/shm, ...
+  is capped by the private tmpfs size;
+- deleting files outside the work dir: the child runs as an unprivileged per-run uid, and /tmp is private
   (`test_file_deletion_outside_temp_dir_is_blocked`); the work dir is removed afterwards
   (`test_temp_dir_is_removed_afterwards`);
 - reading the benchmark files / repository / home dirs: hidden by empty tmpfs mounts in a private mount
   namespace (`test_hidden_paths_are_unreadable`);
 - network: a fresh network namespace with no interfaces up (`test_network_connection_attempt_fails`);
 - inherited secrets: the environment is rebuilt from scratch (`test_environment_has_no_inherited_secrets`);
-- forged results: see `benchctl.grading.code` (channel records are checked in order; values are decoded into
-  fresh builtin objects; `test_channel_forgery_cannot_create_a_pass` in tests/grading/test_code.py).
+- results: only fresh builtin values come back (`test_expression_values_come_back_as_fresh_builtin_values`),
+  records out of order are rejected (`test_channel_records_out_of_order_are_a_protocol_error`), and the
+  isolation flags say what held (`test_isolation_flags_match_the_platform`).
 
 Not covered:
-- anything needing root here: without root (or user namespaces) there is no uid drop, no mount namespace, no
-  uid sweep, and RLIMIT_NPROC counts all processes of the invoking user; the flags in `ExecResult` say what
-  held (`network_isolated`, `filesystem_isolated`, `privileges_dropped`);
-- kernel exploits, side channels, and reading world-readable files outside `hide_paths` (e.g. /etc, /usr);
-- total memory across a fork bomb is up to max_processes x memory_bytes (no cgroup);
-- /proc shows other processes' command lines (no PID namespace);
+- without root: no uid drop, no mount namespace, no uid sweep; PID/network namespaces only where user
+  namespaces are allowed; RLIMIT_NPROC then counts every process of the invoking user.  The `ExecResult` flags
+  (`processes_isolated`, `network_isolated`, `filesystem_isolated`, `privileges_dropped`) and `notes` say what
+  held.  Those non-root paths were not exercised on the development machine (root only);
+- as root with `isolate_filesystem=False`, privileges are kept when the interpreter's stdlib is not readable by
+  other users (here: pyenv under /root, mode 0700) - recorded in `notes`;
+- kernel exploits, side channels, reading world-readable files outside `hide_paths` (e.g. /etc, /usr), and
+  anything a container or VM boundary would be needed for;
+- total memory across a fork bomb is up to max_processes x memory_bytes, plus the tmpfs sizes (no cgroup);
 - a run's wall clock includes interpreter start-up (~20-50 ms).
 """
 

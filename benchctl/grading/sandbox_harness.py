@@ -3,22 +3,24 @@
 Trusted code that runs inside the sandboxed child BEFORE any candidate code.  Standard library only (the
 interpreter runs without site-packages and without benchctl on its path).  In order it:
 
-1. reads the marshal-encoded spec (written by the trusted parent) (candidate source, setup code, expressions, limits, identity) and deletes the file;
+1. reads the marshal-encoded spec written by the trusted parent (candidate source, setup code, expressions,
+   limits, identity) and deletes the file; enters a new PID namespace (`enter_pid_namespace`: the candidate
+   runs as pid 2 under a reaping init, and everything in the namespace dies with that init);
 2. [root] enters a private mount namespace: empty read-only tmpfs over `hide_paths` (the interpreter's own
    `sys.path` directories are bind-mounted back read-only), fresh size-capped tmpfs over the world-writable
-   directories (`private_tmp`), and re-creates the work directory there;
+   directories (`private_tmp`), the work directory re-created there, and a /proc of its own PID namespace;
 3. enters a new network namespace (`unshare(CLONE_NEWNET)`; non-root: with `CLONE_NEWUSER`);
 4. sets the rlimits (CPU, AS+DATA, NPROC, FSIZE, NOFILE, CORE=0);
 5. [root] drops to the per-run uid/gid (no supplementary groups), sets PR_SET_NO_NEW_PRIVS, chdirs to the work dir;
 6. sends a `hello` record with what actually worked, over the result channel (a pipe fd);
 7. compiles and execs the candidate in a fresh namespace (`__name__ == "__candidate__"`), then the setup code;
-8. restores the builtins captured in step 0, evaluates each expression and sends its value in a strict,
+8. restores the builtins captured at import time, evaluates each expression and sends its value in a strict,
    builtin-types-only encoding (exact `type()` checks, so subclasses and objects with custom `__eq__` are
    refused as "unverifiable"), then a `done` record, and leaves with `os._exit` (no atexit hooks).
 
-Records are `ascii()` literals, one per line; the parent (`ast.literal_eval`, `sandbox_protocol.py`) checks their order.  The channel is not secret: the
-candidate could write to it, but it never sees the expected values (the parent keeps them), so a forged record is
-no better than returning that value from the function under test.
+Records are `ascii()` literals, one per line; the parent (`sandbox_protocol.py`, `ast.literal_eval`) checks
+their order.  The channel is not secret: the candidate could write to it, but it never sees the expected values
+(the parent keeps them), so a forged record is no better than returning that value from the function under test.
 """
 
 import builtins
@@ -48,7 +50,7 @@ class Unverifiable(Exception):
 
 
 def encode(value, depth=0, budget=None):
-    """Tagged tree (lists, str, bool, None) of a value made only of exact builtin types; raises Unverifiable otherwise."""
+    """Tagged tree (lists, str, bool, None) of a value made only of exact builtin types, else Unverifiable."""
     budget = [MAX_NODES] if budget is None else budget
     budget[0] -= 1
     if depth > MAX_DEPTH or budget[0] < 0:

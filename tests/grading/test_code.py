@@ -23,7 +23,8 @@ EVENS = Problem("toy-evens", "even numbers", "", {
     "test_list": ["assert sorted(evens([1, 2, 3, 4])) == [2, 4]", "assert len(evens([2, 5, 2])) == 2",
                   "assert int(count_evens([1, 2, 3, 4])) == 2"],
     "test_setup_code": "", "challenge_test_list": [],
-    "code": "def evens(xs):\n    return [x for x in xs if x % 2 == 0]\ndef count_evens(xs):\n    return len(evens(xs))\n",
+    "code": "def evens(xs):\n    return [x for x in xs if x % 2 == 0]\n"
+            "def count_evens(xs):\n    return len(evens(xs))\n",
 })
 GOOD_ADD = "def add(a, b):\n    return a + b\n"
 
@@ -244,7 +245,8 @@ def test_malformed_problem_raises_benchctl_error():
 
 
 def test_task_defined_builtin_names_are_the_candidates():
-    summing = Problem("126-like", "", "", {"test_list": ["assert sum(10, 15) == 6"], "code": "def sum(a, b):\n    pass\n"})
+    meta = {"test_list": ["assert sum(10, 15) == 6"], "code": "def sum(a, b):\n    pass\n"}  # like MBPP 126
+    summing = Problem("126-like", "", "", meta)
     plan = plan_problem(summing)
     assert plan.expressions == ("sum(10, 15)",)
     gcd_sum = "def sum(a, b):\n    return __builtins__.sum(i for i in range(1, min(a, b)) if a % i == 0 == b % i)\n"
