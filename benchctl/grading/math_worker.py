@@ -10,6 +10,9 @@ plain math-verify):
 - `minerva`: Python/NumPy-style numbers the Minerva (MIT OCW) golds box, e.g. `4.5e33` -> `4.5\\times10^{33}`
   (math-verify reads `4.5e33` as 4.5*e*33), `-3./2` -> `-3/2`, `np.arcsin` -> `\\arcsin`.
 - `olympiad`: the stray `$` the OlympiadBench golds keep (`221,$8` -> `221, 8`; `\\cup\\{1\\}$.` -> `\\cup\\{1\\}`).
+Numbers in `minerva` are compared relatively (rel 1e-6) when both sides are plain real numbers [our choice]:
+math-verify rounds to 6 decimal places (absolute), which makes every pair of values below 5e-7 equal
+(`2.88e-19` == `2.88e-20`; Math-Verify issue #14) and physics magnitudes like 1e-27 J are common there.
 Tolerance (`tol`, absolute): OlympiadBench's `error` field; a wrong verdict is turned correct when both sides are
 plain numbers within `tol` (OlympiadBench's judge compares `abs(a - b) <= precision`).
 """
@@ -17,8 +20,11 @@ plain numbers within `tol` (OlympiadBench's judge compares `abs(a - b) <= precis
 from __future__ import annotations
 
 import logging
+import math
 import re
 from functools import lru_cache
+
+import sympy
 
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
@@ -47,6 +53,7 @@ def _olympiad(text: str) -> str:
 
 
 PROFILES = {"default": None, "minerva": _minerva, "olympiad": _olympiad}
+RELATIVE_NUMBERS = {"minerva": 1e-6}  # profile -> relative tolerance for plain-number pairs
 
 
 def normalize(profile: str, text: str) -> str:
@@ -65,11 +72,21 @@ def _is_unparsed(result: tuple) -> bool:
     return all(isinstance(x, str) for x in result)
 
 
-def _within(gold: tuple, pred: tuple, tol: float) -> bool:
+def _number(result: tuple) -> float | None:
+    """The value when the first parse result is a plain real number (no symbols), else None."""
+    x = result[0] if result else None
+    if not isinstance(x, sympy.Expr) or not x.is_number:
+        return None
     try:
-        return abs(float(gold[0]) - float(pred[0])) <= tol * (1 + 1e-9)
-    except (TypeError, ValueError, IndexError):
-        return False
+        value = complex(x)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value.real if value.imag == 0 and math.isfinite(value.real) else None
+
+
+def _within(gold: tuple, pred: tuple, tol: float) -> bool:
+    g, p = _number(gold), _number(pred)
+    return g is not None and p is not None and abs(g - p) <= tol * (1 + 1e-9)
 
 
 def grade_job(profile: str, gold: str | None, answer: str, boxed: bool, tol: float | None) -> tuple[str, str | None, str]:
@@ -85,6 +102,10 @@ def grade_job(profile: str, gold: str | None, answer: str, boxed: bool, tol: flo
     if gold is None:
         return "wrong", extracted, "extraction only"
     gold_parsed = parse_cached(f"\\boxed{{{normalize(profile, gold)}}}")
+    rel = RELATIVE_NUMBERS.get(profile)
+    g, p = (_number(gold_parsed), _number(pred)) if rel else (None, None)
+    if g is not None and p is not None:
+        return ("correct", extracted, "relative") if math.isclose(g, p, rel_tol=rel) else ("wrong", extracted, "")
     if verify(list(gold_parsed), list(pred), timeout_seconds=None):
         return "correct", extracted, ""
     if tol is not None and _within(gold_parsed, pred, tol):

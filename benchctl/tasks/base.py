@@ -116,7 +116,8 @@ def get_task(name: str, **options: Any) -> Task:
     cls = _REGISTRY.get(name)
     if cls is None:
         raise UnknownNameError("task", name, _REGISTRY)
-    valid = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    params = inspect.signature(cls.__init__).parameters.values() if cls.__init__ is not object.__init__ else []
+    valid = [p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     bad = sorted(set(options) - set(valid))
     if bad:
         raise BenchctlError(
