@@ -200,7 +200,10 @@ def verdict_from_result(plan: Plan, result: ExecResult, extracted: str, timeout_
             return Verdict.of(failed[0], extracted, f"test {k}/{n} `{test.source[:120]}`: {failed[1]}")
     if not result.completed:
         why = "cpu limit" if result.cpu_limit_hit else f"exit status {result.returncode}"
-        return Verdict.of("error", extracted, f"sandbox ended early ({why}) after {got}/{len(plan.expressions)} calls")
+        last = (result.stderr.strip().splitlines() or [""])[-1][:160]
+        tail = f"; stderr: {last}" if last else ""
+        calls = f"{got}/{len(plan.expressions)} calls"
+        return Verdict.of("error", extracted, f"sandbox ended early ({why}) after {calls}{tail}")
     return Verdict.of("correct", extracted, f"{n}/{n} tests passed")
 
 

@@ -34,10 +34,12 @@ Threat model: generated code is hostile.  Covered (each has a test in tests/grad
   isolation flags say what held (`test_isolation_flags_match_the_platform`).
 
 Not covered:
-- without root: no uid drop, no mount namespace, no uid sweep; PID/network namespaces only where user
-  namespaces are allowed; RLIMIT_NPROC then counts every process of the invoking user.  The `ExecResult` flags
-  (`processes_isolated`, `network_isolated`, `filesystem_isolated`, `privileges_dropped`) and `notes` say what
-  held.  Those non-root paths were not exercised on the development machine (root only);
+- without root: no uid drop and no uid sweep, so the candidate runs as the grading user and may delete that
+  user's files outside `hide_paths`/`private_tmp`; PID, mount and network namespaces then come from a user
+  namespace where the kernel allows one (checked by hand as `nobody` with the system python, not in the test
+  suite, which runs as root here); without one, only rlimits + killpg remain and RLIMIT_NPROC counts every
+  process of the user.  The `ExecResult` flags (`processes_isolated`, `network_isolated`,
+  `filesystem_isolated`, `privileges_dropped`) and `notes` say what held;
 - as root with `isolate_filesystem=False`, privileges are kept when the interpreter's stdlib is not readable by
   other users (here: pyenv under /root, mode 0700) - recorded in `notes`;
 - kernel exploits, side channels, reading world-readable files outside `hide_paths` (e.g. /etc, /usr), and

@@ -6,7 +6,7 @@ interpreter runs without site-packages and without benchctl on its path).  In or
 1. reads the marshal-encoded spec written by the trusted parent (candidate source, setup code, expressions,
    limits, identity) and deletes the file; enters a new PID namespace (`enter_pid_namespace`: the candidate
    runs as pid 2 under a reaping init, and everything in the namespace dies with that init);
-2. [root] enters a private mount namespace: empty read-only tmpfs over `hide_paths` (the interpreter's own
+2. [root, or in its own user namespace] enters a private mount namespace: empty read-only tmpfs over `hide_paths` (the interpreter's own
    `sys.path` directories are bind-mounted back read-only), fresh size-capped tmpfs over the world-writable
    directories (`private_tmp`), the work directory re-created there, and a /proc of its own PID namespace;
 3. enters a new network namespace (`unshare(CLONE_NEWNET)`; non-root: with `CLONE_NEWUSER`);
@@ -172,8 +172,13 @@ def enter_pid_namespace():
         libc, ctypes = _libc()
     except Exception as exc:  # noqa: BLE001
         return f"pid namespace unavailable: {exc}"
-    if libc.unshare(CLONE_NEWPID if os.geteuid() == 0 else CLONE_NEWUSER | CLONE_NEWPID) != 0:
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWPID if uid == 0 else CLONE_NEWUSER | CLONE_NEWPID) != 0:
         return f"pid namespace unavailable: {os.strerror(ctypes.get_errno())}"
+    if uid != 0:  # map our own ids into the new user namespace, so files we create keep our uid
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as fh:
+                fh.write(text)
     back_r, back_w = os.pipe()
     c = os.fork()
     if c:  # P
@@ -213,21 +218,23 @@ def apply_limits(lim):
 def confine(spec, pid_note):
     """Steps 2-5; returns the hello record (what worked, and why not where it did not)."""
     root = os.geteuid() == 0
-    status = {"pid": not pid_note, "net": False, "fs": False, "dropped": False, "notes": [pid_note] if pid_note else []}
+    status = {"pid": not pid_note, "net": False, "fs": False, "dropped": False}
+    status["notes"] = [pid_note] if pid_note else []
     libc = ctypes = None
     if spec["isolate_network"] or spec["isolate_filesystem"] or spec["uid"] is not None:
         try:
             libc, ctypes = _libc()
         except Exception as exc:  # noqa: BLE001 - recorded, the flags stay False
             status["notes"].append(f"ctypes unavailable: {exc}")
-    if libc is not None and spec["isolate_filesystem"] and root:
+    if libc is not None and spec["isolate_filesystem"]:  # root, or inside our own user namespace
         try:
             isolate_filesystem(spec, libc, ctypes)
             status["fs"] = True
         except OSError as exc:
             status["notes"].append(f"filesystem isolation failed: {exc}")
+            os.makedirs(spec["workdir"], mode=0o700, exist_ok=True)
     if libc is not None and spec["isolate_network"]:
-        if libc.unshare(CLONE_NEWNET if root else CLONE_NEWUSER | CLONE_NEWNET) == 0:
+        if libc.unshare(CLONE_NEWNET) == 0 or libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
             status["net"] = True
         else:
             status["notes"].append(f"network namespace unavailable: {os.strerror(ctypes.get_errno())}")
