@@ -6,7 +6,9 @@ Pipeline for a batch of (gold, completion) pairs:
    whole to the worker, where math-verify's own extraction (answer anchors, last LaTeX, last expression) applies.
 2. Deduplicate: identical (profile, gold, answer with whitespace runs collapsed, tolerance) jobs are graded once
    and the verdict fanned back to every item (RL evaluation repeats the same few answers hundreds of times).
-3. Grade each unique job in a `math_pool.BoundedPool` worker: `verify(gold, pred)` with the GOLD FIRST
+3. Plain rational literals on both sides (`204`, `-7/12`, `\\frac{14}{3}`) are decided exactly in the parent
+   (`math_fast`: math-verify's verdict is certain there). Every other unique job is graded in a
+   `math_pool.BoundedPool` worker: `verify(gold, pred)` with the GOLD FIRST
    (math-verify is not symmetric; landscape.md section 5, Math-Verify issues #25/#10), math-verify's signal
    timeouts off, the bound enforced by the parent (the overrunning worker is killed: reason "timeout"; a worker
    that dies: reason "error"). `workers=0` grades in-process with NO time bound (debugging only).
@@ -20,9 +22,11 @@ AIME, AMC, GSM8K, MATH train: plain math-verify), `minerva` (`4.5e33`, `-3./2`, 
 Known issues (each pinned by a row of tests/grading/test_math_regressions.py):
 - `\\text{0.5}` (a decimal inside `\\text`) does not parse to a number in math-verify 0.9.0, so it is graded
   wrong against 1/2 (`\\text{13}` vs 13 is fine).
-- Minerva numeric answers are compared at math-verify's precision (float_rounding=6 on the mantissa): `4.49e33`
-  is wrong against `4.5e33`; Minerva/Qwen2.5-Math use a relative tolerance (1e-4) we do not apply [our choice:
-  no tolerance that the benchmark file does not state].
+- Minerva plain numbers are compared with relative tolerance 1e-6 (math-verify's absolute 6-decimal rounding
+  would make 2.88e-19 == 2.88e-20): `4.49e33` is wrong against `4.5e33`; Qwen2.5-Math uses rel 1e-4, which we
+  do not apply [our choice: no tolerance that the benchmark file does not state].
+- Number-base subscripts are dropped by math-verify (`52_8` == `52_9`), and units lose their exponent
+  (`864 \\mbox{ inches}^2` == `... inches}^3`); symbols are case-folded (`N=n` collapses).
 - Ordered tuples such as `(1,2)` are read as open intervals on both sides (math-verify), so `(1,2)` vs `(2,1)` is
   wrong as it should be, but the gold/answer type is interval, not tuple.
 - Completions without a box are graded by math-verify's fallback extraction, which may pick an intermediate
@@ -36,11 +40,13 @@ from typing import Sequence
 
 from benchctl.errors import BenchctlError
 from benchctl.grading.math_extract import final_boxed_answer
+from benchctl.grading.math_fast import fast_reason
 from benchctl.grading.math_pool import default_workers, shared_pool
 from benchctl.grading.verdict import Verdict
 
 DEFAULT_TIMEOUT = 5.0  # seconds per unique item [our choice]: math-verify's own default bound
 WORKER_FUNC = "benchctl.grading.math_worker:grade_job"  # imported by the workers only (sympy stays out of here)
+WARM_UP = ("benchctl.grading.math_warm",)  # preloaded into the forkserver: workers fork with a warm parser
 PROFILES = ("default", "minerva", "olympiad")  # == math_worker.PROFILES (a test checks)
 
 
@@ -64,7 +70,7 @@ def _run(jobs: list[tuple], workers: int | None, timeout: float) -> list[tuple[s
             except Exception as exc:  # noqa: BLE001 - same contract as the pool workers
                 out.append(("error", f"{type(exc).__name__}: {str(exc)[:200]}"))
         return out
-    return shared_pool(WORKER_FUNC, workers or default_workers()).map(jobs, timeout)
+    return shared_pool(WORKER_FUNC, workers or default_workers(), WARM_UP).map(jobs, timeout)
 
 
 def _verdict(outcome: tuple[str, object], boxed: str | None, timeout: float) -> Verdict:
@@ -102,10 +108,27 @@ def grade_math(
         raise BenchctlError(f"timeout={timeout!r} must be > 0 seconds")
     tols = tolerances if tolerances is not None else [None] * len(pairs)
     keyed = [_job(profile, gold, completion, tol) for (gold, completion), tol in zip(pairs, tols)]
-    unique = sorted({key for key, _ in keyed}, key=lambda k: (k[1] or "", k[2]))  # same gold together: cache hits
-    position = {key: i for i, key in enumerate(unique)}
-    outcomes = _run(unique, workers, timeout)
-    return [_verdict(outcomes[position[key]], boxed, timeout) for key, boxed in keyed]
+    outcome = {key: _fast(key) for key in dict.fromkeys(key for key, _ in keyed)}
+    slow = sorted((k for k, v in outcome.items() if v is None), key=lambda k: (k[1] or "", k[2]))  # gold-major
+    outcome.update(zip(slow, _run(slow, workers, timeout)))
+    shared: dict[tuple, Verdict] = {}  # frozen verdicts are shared between identical items
+    return [_shared(shared, outcome[key], boxed, timeout) for key, boxed in keyed]
+
+
+def _fast(key: tuple) -> tuple[str, object] | None:
+    """A pool-free outcome for rational-literal pairs under the default profile (math_fast), else None."""
+    profile, gold, answer, boxed, tol = key
+    if profile != "default" or not boxed or tol is not None or gold is None:
+        return None
+    reason = fast_reason(gold, answer)
+    return None if reason is None else ("ok", (reason, answer, ""))
+
+
+def _shared(cache: dict, outcome: tuple[str, object], boxed: str | None, timeout: float) -> Verdict:
+    key = (id(outcome), boxed)
+    if key not in cache:
+        cache[key] = _verdict(outcome, boxed, timeout)
+    return cache[key]
 
 
 def extract_math_answer(completion: str, *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> str | None:

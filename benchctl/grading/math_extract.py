@@ -15,21 +15,28 @@ from __future__ import annotations
 
 import re
 
-_BOX = re.compile(r"\\(?:boxed\*?|fbox)")
 _LEADING_INT = re.compile(r"\s*([-+]?\d+)")
 _JOINER = re.compile(r"\s*\$*\s*(?:,?\s*and|,?\s*or|,)\s*\$*\s*", re.DOTALL)
 MAX_JOINED_BOXES = 6  # math-verify: first_ + next1_..next5_ groups
 
 
-def _boxes(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, content) of every non-empty, balanced box; `\\fbox` only if there is no `\\boxed`."""
-    found = []
-    for match in _BOX.finditer(text):
-        span = _box_content(text, match.end())
-        if span is not None:
-            found.append((match.start(), span[1], span[0], match.group(0) == "\\fbox"))
-    boxed = [b for b in found if not b[3]]
-    return [(s, e, c) for s, e, c, _ in (boxed or found)]
+def _boxes_from_end(text: str):
+    """(start, end, content) of the valid (non-empty, balanced) boxes, last first; `\\fbox` only if no `\\boxed`.
+
+    Scans backwards with `str.rfind`, so the cost is the tail of the text, not its length.
+    """
+    found_boxed = False
+    for macro in ("\\boxed", "\\fbox"):
+        if macro == "\\fbox" and found_boxed:
+            return
+        pos = len(text)
+        while (i := text.rfind(macro, 0, pos)) >= 0:
+            pos = i
+            j = i + len(macro) + (1 if text.startswith("*", i + len(macro)) and macro == "\\boxed" else 0)
+            span = _box_content(text, j)
+            if span is not None:
+                found_boxed = True
+                yield i, span[1], span[0]
 
 
 def _box_content(text: str, pos: int) -> tuple[str, int] | None:
@@ -55,21 +62,17 @@ def _box_content(text: str, pos: int) -> tuple[str, int] | None:
 
 def last_boxed(text: str) -> str | None:
     """Content of the last `\\boxed{...}` (or `\\fbox{...}`) in `text`, None if there is none."""
-    boxes = _boxes(text) if "\\" in text else []
-    return boxes[-1][2] if boxes else None
+    return next((content for _, _, content in _boxes_from_end(text)), None)
 
 
 def final_boxed_answer(text: str) -> str | None:
     """The last box, joined with the boxes right before it when only `,`/`and`/`or` separate them."""
-    boxes = _boxes(text) if "\\" in text else []
-    if not boxes:
-        return None
-    parts = [boxes[-1]]
-    for prev in reversed(boxes[:-1]):
-        if len(parts) == MAX_JOINED_BOXES or not _JOINER.fullmatch(text[prev[1] : parts[-1][0]]):
+    parts: list[tuple[int, int, str]] = []
+    for box in _boxes_from_end(text):
+        if parts and (len(parts) == MAX_JOINED_BOXES or not _JOINER.fullmatch(text[box[1] : parts[-1][0]])):
             break
-        parts.append(prev)
-    return ", ".join(content for _, _, content in reversed(parts))
+        parts.append(box)
+    return ", ".join(content for _, _, content in reversed(parts)) if parts else None
 
 
 def leading_integer(text: str) -> str | None:

@@ -72,13 +72,14 @@ class _Worker:
 class BoundedPool:
     """`workers` processes running `func(*args)` per job with a per-item wall-clock bound.
 
-    `func_path` is "module:function"; the module is preloaded into the forkserver (so forks start warm).
+    `func_path` is "module:function"; its module and `preload` are imported into the forkserver, so forks start
+    warm (only if this pool starts the process-wide forkserver; a server already running keeps its preloads).
     """
 
-    def __init__(self, func_path: str, workers: int) -> None:
+    def __init__(self, func_path: str, workers: int, preload: Sequence[str] = ()) -> None:
         self.func, self.n_workers = func_path, workers
         self.ctx = mp.get_context("forkserver")
-        self.ctx.set_forkserver_preload([func_path.partition(":")[0]])
+        self.ctx.set_forkserver_preload([func_path.partition(":")[0], *preload])
         self.workers = [_Worker(self.ctx, func_path) for _ in range(workers)]
         self.lock = threading.Lock()
         self.replaced = 0  # workers killed (timeout) or lost (crash) so far
@@ -158,12 +159,12 @@ _POOLS: dict[tuple[str, int], BoundedPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def shared_pool(func_path: str, workers: int) -> BoundedPool:
+def shared_pool(func_path: str, workers: int, preload: Sequence[str] = ()) -> BoundedPool:
     """A process-wide pool for (func_path, workers), started on first use and closed at interpreter exit."""
     with _POOLS_LOCK:
         pool = _POOLS.get((func_path, workers))
         if pool is None:
-            pool = _POOLS[(func_path, workers)] = BoundedPool(func_path, workers)
+            pool = _POOLS[(func_path, workers)] = BoundedPool(func_path, workers, preload)
         return pool
 
 

@@ -68,6 +68,20 @@ def parse_cached(text: str) -> tuple:
     return tuple(parse(text, list(EXTRACTION_CONFIG), parsing_timeout=None))
 
 
+_VERIFIED: dict[tuple, bool] = {}  # (gold text, structural key of the parsed answer) -> verify result
+
+
+def verify_cached(gold_text: str, gold: tuple, pred: tuple) -> bool:
+    """math-verify `verify(gold, pred)`, memoised on the exact structure of `pred` (`srepr`), so answers spelled
+    differently but parsed to identical objects (`\\dfrac`/`\\frac`, `\\left(`/`(`) are verified once. Exact."""
+    key = (gold_text, tuple(x if isinstance(x, str) else sympy.srepr(x) for x in pred))
+    if key not in _VERIFIED:
+        if len(_VERIFIED) > 65536:
+            _VERIFIED.clear()
+        _VERIFIED[key] = bool(verify(list(gold), list(pred), timeout_seconds=None))
+    return _VERIFIED[key]
+
+
 def _is_unparsed(result: tuple) -> bool:
     return all(isinstance(x, str) for x in result)
 
@@ -101,12 +115,13 @@ def grade_job(profile: str, gold: str | None, answer: str, boxed: bool, tol: flo
         return ("parse_error", answer, "answer not parsed") if boxed else ("no_answer", None, "")
     if gold is None:
         return "wrong", extracted, "extraction only"
-    gold_parsed = parse_cached(f"\\boxed{{{normalize(profile, gold)}}}")
+    gold_text = f"\\boxed{{{normalize(profile, gold)}}}"
+    gold_parsed = parse_cached(gold_text)
     rel = RELATIVE_NUMBERS.get(profile)
     g, p = (_number(gold_parsed), _number(pred)) if rel else (None, None)
     if g is not None and p is not None:
         return ("correct", extracted, "relative") if math.isclose(g, p, rel_tol=rel) else ("wrong", extracted, "")
-    if verify(list(gold_parsed), list(pred), timeout_seconds=None):
+    if verify_cached(gold_text, gold_parsed, pred):
         return "correct", extracted, ""
     if tol is not None and _within(gold_parsed, pred, tol):
         return "correct", extracted, f"within tolerance {tol:g}"

@@ -1,0 +1,149 @@
+"""Grading throughput: benchctl's batched math grader vs one-sample-at-a-time math-verify, same items.
+
+Items: MATH-500 golds x `--samples` completions each (default 500 x 256 = 128,000). Per problem a few distinct
+answers (the gold and 2-5 wrong values, with skewed Dirichlet weights and a per-problem accuracy) repeat many
+times in varied LaTeX forms (`\\frac{a}{b}`, `a/b`, `\\dfrac`, decimals, `\\left(`, operator spacing), wrapped in
+prose after the problem's real solution text (its boxes removed). Optional shares of unboxed answers
+(`--unboxed`, "The answer is $x$.") and of truncated completions without any answer (`--truncated`, cut at a
+random point of the solution text) are 0 by default: both are unique long texts that math-verify must scan in
+full on either side, so they bound the speed-up (Amdahl); run with e.g. `--unboxed 0.03 --truncated 0.03`.
+
+Baseline: for each item `verify(parse(gold), parse(completion))` with math-verify 0.9.0 in this process, with
+math-verify's own (signal) timeouts and the same extraction config as benchctl (boxed answers first). The
+baseline runs on every `--stride`-th problem (all its samples, in order, so math-verify's own caches help it as
+they would in a real loop) and is extrapolated to all items; the script says so and asserts that the two
+graders give IDENTICAL verdicts (correct or not) on every compared item.
+
+    .venv/bin/python benchmarks/grading.py [--data-dir DIR] [--samples 256] [--workers 2] [--stride 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+from benchctl.grading.math import grade_math
+from benchctl.grading.math_extract import final_boxed_answer
+
+FRAC = re.compile(r"\\[dt]?frac\{(-?\d+)\}\{(\d+)\}")
+WRAPPERS = [
+    "{p}\n\nTherefore, the final answer is $\\boxed{{{x}}}$.",
+    "{p}\n\nSo the answer is \\boxed{{{x}}}.",
+    "{p}\n\n**Final Answer**\n\\[\n\\boxed{{{x}}}\n\\]",
+    "{p}\n\nHence $x = \\boxed{{{x}}}$ as required.",
+]
+
+
+def strip_boxes(solution: str) -> str:
+    """The solution text with `\\boxed{x}` turned into the group `{x}` (the gold must not leak as a box)."""
+    return solution.replace("\\boxed", "").replace("\\fbox", "")
+
+
+def wrong_values(gold: str, rng: random.Random, k: int) -> list[str]:
+    """k distinct wrong answers: the last number changed, a sign flip, a doubled value."""
+    numbers = list(re.finditer(r"\d+", gold))
+    out: list[str] = []
+    for delta in rng.sample([1, -1, 2, 3, -2, 10, 5], 7):
+        if numbers:
+            m = numbers[-1]
+            value = max(0, int(m.group()) + delta)
+            out.append(gold[: m.start()] + str(value) + gold[m.end():])
+        else:
+            out.append(f"{gold}+{abs(delta)}")
+    out += [f"-({gold})", f"2({gold})"]
+    return [v for v in dict.fromkeys(out) if v != gold][:k]
+
+
+def forms(value: str) -> list[str]:
+    """LaTeX spellings of one answer: as is, \\dfrac, a/b, decimal, \\left( \\right), spaced operators."""
+    out = [value, value.replace("\\frac", "\\dfrac"), re.sub(r"([+=,])", r" \1 ", value)]
+    m = FRAC.fullmatch(value)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        out += [f"{a}/{b}"] + ([repr(a / b)] if b and len(repr(a / b)) < 8 else [])
+    if value.startswith("(") and value.endswith(")"):
+        out.append(f"\\left{value[:-1]}\\right)")
+    return list(dict.fromkeys(out))
+
+
+def make_items(rows: list[dict], samples: int, seed: int, unboxed: float = 0.0, truncated: float = 0.0):
+    """(gold, completion) pairs, problem-major (what an evaluation produces)."""
+    rng = random.Random(seed)
+    items = []
+    for row in rows:
+        gold, prefix = row["answer"], strip_boxes(row["solution"])[:1500]
+        values = [gold] + wrong_values(gold, rng, rng.randint(2, 5))
+        accuracy = rng.betavariate(0.7, 0.7)
+        rest = [rng.gammavariate(0.5, 1) for _ in values[1:]]
+        weights = [accuracy] + [(1 - accuracy) * w / (sum(rest) or 1) for w in rest]
+        styles = {v: (forms(v), [rng.random() ** 2 for _ in forms(v)]) for v in values}
+        for _ in range(samples):
+            u = rng.random()
+            if u < truncated:
+                items.append((gold, prefix[: rng.randint(len(prefix) // 3, len(prefix))]))  # truncated: no answer
+                continue
+            value = rng.choices(values, weights)[0]
+            text = rng.choices(*styles[value])[0]
+            if u < truncated + unboxed:
+                items.append((gold, f"{prefix}\n\nThe answer is ${text}$."))  # unboxed
+            else:
+                items.append((gold, rng.choice(WRAPPERS).format(p=prefix, x=text)))
+    return items
+
+
+def baseline(items: list[tuple[str, str]]) -> tuple[list[bool], float]:
+    """One sample at a time: parse gold, parse completion, verify (gold first), math-verify's own timeouts."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+    start, out = time.perf_counter(), []
+    for gold, completion in items:
+        out.append(bool(verify(parse(f"\\boxed{{{gold}}}", config), parse(completion, config))))
+    return out, time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default_dir = os.environ.get("BENCHCTL_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "shared/benchmarks")
+    parser.add_argument("--data-dir", default=default_dir)
+    parser.add_argument("--samples", type=int, default=256)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--stride", type=int, default=10, help="baseline on every stride-th problem")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--unboxed", type=float, default=0.0, help="share of answers written without a box")
+    parser.add_argument("--truncated", type=float, default=0.0, help="share of completions cut before any answer")
+    args = parser.parse_args()
+    rows = [json.loads(line) for line in open(Path(args.data_dir) / "math500.jsonl", encoding="utf-8")]
+    items = make_items(rows, args.samples, args.seed, args.unboxed, args.truncated)
+    unique = len({(g, " ".join((final_boxed_answer(c) or c).split())) for g, c in items})
+    print(f"items {len(items):,} ({len(rows)} problems x {args.samples}), ~{unique:,} unique (gold, answer) pairs")
+
+    grade_math([("1", "\\boxed{1}")], workers=args.workers)  # start the pool (reported separately)
+    start = time.perf_counter()
+    ours = grade_math(items, workers=args.workers)
+    ours_s = time.perf_counter() - start
+    reasons = {r: sum(v.reason == r for v in ours) for r in sorted({v.reason for v in ours})}
+    print(f"benchctl: {ours_s:.1f} s, {len(items) / ours_s:,.0f} items/s, workers={args.workers}, reasons {reasons}")
+
+    picked = [i for i in range(len(items)) if (i // args.samples) % args.stride == 0]
+    base, base_s = baseline([items[i] for i in picked])
+    per_item = base_s / len(picked)
+    full = per_item * len(items)
+    print(f"baseline: {base_s:.1f} s on {len(picked):,} items (every {args.stride}th problem), "
+          f"{1 / per_item:,.0f} items/s -> extrapolated {full:.0f} s for all {len(items):,} items")
+    mismatches = [(items[i], ours[i]) for i, b in zip(picked, base) if b != ours[i].correct]
+    print(f"speed-up: {full / ours_s:.1f}x; verdicts identical on {len(picked) - len(mismatches):,}/{len(picked):,}")
+    for (gold, completion), verdict in mismatches[:5]:
+        print(f"  MISMATCH gold={gold!r} answer={verdict.extracted!r} ours={verdict.reason}")
+    assert not mismatches, f"{len(mismatches)} verdicts differ from one-at-a-time math-verify"
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
