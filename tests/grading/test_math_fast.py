@@ -37,3 +37,92 @@ def test_fast_verdicts_match_math_verify_on_real_literal_golds(benchmarks_dir):
     assert len(checked) > 0.9 * len(pairs)
     mismatches = [(g, a, r) for g, a, r in checked if grade_job("default", g, a, True, None)[0] != r]
     assert mismatches == []
+
+
+# -- literal_sympy: srepr-identical to latex2sympy wherever it answers ------------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from benchctl.grading.math_fast import literal_sympy  # noqa: E402
+
+
+def _latex2sympy(text):
+    """What math-verify's parse_latex_cached returns for `text` (the unpatched function), or the exception name."""
+    import sympy
+
+    from benchctl.grading.math_worker import _LATEX2SYMPY
+
+    try:
+        return sympy.srepr(_LATEX2SYMPY(text))
+    except Exception as exc:  # noqa: BLE001 - a parse failure is an outcome to compare
+        return f"raised {type(exc).__name__}"
+
+
+_SPACE = st.sampled_from(["", "", " ", "  "])
+_DIGITS = st.from_regex(r"0{0,2}[0-9]{1,6}", fullmatch=True)
+_ATOM = st.one_of(
+    _DIGITS,
+    st.builds(lambda a, b: f"{a}.{b}", st.from_regex(r"[0-9]{0,4}", fullmatch=True), _DIGITS),
+    st.builds(lambda s1, a, s2, b: f"\\frac{{{s1}{a}}}{{{s2}{b}}}", st.sampled_from(["", "-"]), _DIGITS,
+              st.sampled_from(["", "-"]), _DIGITS),
+    st.just("\\infty"),
+)
+_ELEMENT = st.builds(lambda sp1, sign, sp2, atom, sp3: f"{sp1}{sign}{sp2}{atom}{sp3}",
+                     _SPACE, st.sampled_from(["", "", "-"]), _SPACE, _ATOM, _SPACE)
+_STRUCTURE = st.builds(lambda open_, elements, close: f"{open_}{','.join(elements)}{close}",
+                       st.sampled_from(["", "(", "[", "(", "\\{", "{"]), st.lists(_ELEMENT, min_size=1, max_size=5),
+                       st.sampled_from(["", ")", "]", ")", "\\}", "}"]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(_STRUCTURE)
+def test_literal_structures_are_built_exactly_as_latex2sympy_builds_them(text):
+    import sympy
+
+    value = literal_sympy(text)
+    if value is not None:
+        assert sympy.srepr(value) == _latex2sympy(text)
+
+
+@pytest.mark.parametrize("text", ["(2,4)", "(15,-29)", "(2,2)", "(3,3]", "[3,3]", "[4,3]", "(3,4]", "[1, 2)",
+                                  "(-\\infty, 0]", "(2,\\infty)", "(\\infty, 2)", "(-\\infty,\\infty)", "-2,1",
+                                  "3, 5, 7", "1,5,5", "(1,-16,-4,43)", "( 0.5 , \\frac{7}{2} )", "\\frac{3}{-2}",
+                                  "\\frac{4}{2}", "007", "00.5", "0.10", "3.000", "- 2", ".25", "-1.5"])
+def test_literal_edge_shapes_match_latex2sympy(text):
+    import sympy
+
+    value = literal_sympy(text)
+    assert value is not None and sympy.srepr(value) == _latex2sympy(text)
+
+
+@pytest.mark.parametrize("text", ["1,500", "(1,500)", "2,000.5", "(5)", "[1,2,3]", "\\frac{1}{0}", "\\frac12",
+                                  "1e5", "--2", "\\{1,2\\}", "x", "1+2", "(1,2", "", "(,)", "1.", "2^3", "10\\%"])
+def test_other_shapes_are_left_to_latex2sympy(text):
+    assert literal_sympy(text) is None
+
+
+def test_literal_parse_agrees_on_every_real_gold_and_perturbation(benchmarks_dir):
+    import re
+
+    import sympy
+
+    from benchctl.tasks import get_task
+
+    golds = [p.gold for name in ("math500", "aime24", "amc23") for p in get_task(name).load(benchmarks_dir)]
+    texts = {t for g in golds for t in (g, re.sub(r"\d+", lambda m: str(int(m.group()) + 1), g),
+                                       g.replace(",", " , "), "-" + g)}
+    covered = [(t, literal_sympy(t)) for t in sorted(texts)]
+    covered = [(t, v) for t, v in covered if v is not None]
+    assert len(covered) > 500
+    assert [t for t, v in covered if sympy.srepr(v) != _latex2sympy(t)] == []
+
+
+def test_math_verify_parse_goes_through_the_literal_builder_in_workers():
+    import math_verify.parser
+
+    from benchctl.grading import math_worker
+
+    assert math_verify.parser.parse_latex_cached is math_worker.parse_latex_fast
+    import sympy
+
+    parsed = math_worker.parse_cached("\\boxed{\\left( 3 , -7 \\right)}")
+    assert parsed == (sympy.Tuple(3, -7), "( 3 , -7 )")
