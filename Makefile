@@ -29,8 +29,21 @@ $(STAMP): pyproject.toml Makefile
 test: venv
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+# The main job on the embedded default, step by step (each line is a command a researcher types):
+# the estimator catalogue, the four lab studies with tables/parquet/plots, the embedded tiny model
+# (built once, ~1 min of CPU) and an unbiased pass@k evaluation of it on `arith`.
+DEMO     ?= results/demo
+BENCHCTL := $(VENV)/bin/benchctl
 demo: venv
-	$(VENV)/bin/benchctl demo
+	$(BENCHCTL) estimators
+	$(BENCHCTL) simulate bias --G 8 --out $(DEMO)/lab/bias.parquet --plot $(DEMO)/lab
+	$(BENCHCTL) simulate symmetry --out $(DEMO)/lab/symmetry.parquet --plot $(DEMO)/lab
+	$(BENCHCTL) simulate collapse --G 4,8,16 --out $(DEMO)/lab/collapse.parquet --plot $(DEMO)/lab
+	$(BENCHCTL) simulate bandit --estimators grpo,dr_grpo,dgpo,a_grae,neg_dominant,avspo \
+		--out $(DEMO)/lab/bandit.parquet --json $(DEMO)/lab/bandit.json --plot $(DEMO)/lab
+	test -f $(DEMO)/tiny/config.json || $(BENCHCTL) tiny-model --out $(DEMO)/tiny
+	$(BENCHCTL) eval --model $(DEMO)/tiny --tasks arith --k 1..16 --max-tokens 8 --out $(DEMO)/eval
+	@echo "demo outputs under $(DEMO)/ (parquet tables, JSON, PNG plots)"
 
 bench: venv
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -44,9 +44,12 @@ def _split(text: str) -> tuple[str, ...]:
 
 
 def _print(renderable) -> None:
+    import sys
+
     from rich.console import Console
 
-    Console().print(renderable)
+    # Files and pipes get the whole table (rich would assume 80 columns and cut cells) [our choice].
+    Console(width=None if sys.stdout.isatty() else 160).print(renderable)
 
 
 def eval_command(
