@@ -84,6 +84,54 @@ def _element(text: str):
     return -value if m["neg"] else value
 
 
+def split_structure(latex: str) -> tuple[str, list[str], str] | None:
+    """(opening bracket, top-level comma parts, closing bracket) of `(..)` / `[..]` whose first bracket closes at
+    the very end, or ("", parts, "") for a bare list; None for a thousands-like comma (`1,500`) or unbalanced text.
+    `(1,2) \\cup (3,4)` is a bare one-part text (its first bracket closes early)."""
+    text = latex.strip()
+    if not text or _THOUSANDS.search(text):
+        return None
+    bracketed = len(text) > 1 and text[0] in _OPEN and text[-1] in _CLOSE
+    body = text[1:-1] if bracketed else text
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth < 0:
+                return ("", [text], "") if bracketed else None
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    if depth:
+        return None
+    parts.append(body[start:])
+    return (text[0], parts, text[-1]) if bracketed else ("", parts, "")
+
+
+def assemble(open_: str, values: list, close: str):
+    """The sympy object latex2sympy builds from converted elements (`convert_interval`, `convert_ordered_tuple`,
+    `convert_elements_to_set_or_tuple`); None for shapes it may read otherwise (`[a, b, c]`, one bracketed element).
+    May raise what sympy raises (a non-real interval end), as latex2sympy would."""
+    import sympy
+
+    if not open_:
+        return values[0] if len(values) == 1 else sympy.FiniteSet(*values)
+    left_open, right_open = _OPEN[open_], _CLOSE[close]
+    if len(values) > 2:
+        return sympy.Tuple(*values) if left_open and right_open else None
+    if len(values) != 2:
+        return None
+    left, right = values
+    try:  # latex2sympy: an interval that would be empty is read as a tuple; symbolic ends cannot be compared
+        if (left_open and right_open and right <= left) or (not left_open and not right_open and right < left):
+            return sympy.Tuple(left, right)
+    except Exception:  # noqa: BLE001 - same as latex2sympy's convert_interval
+        pass
+    return sympy.Interval(left, right, left_open=left_open, right_open=right_open)
+
+
 def literal_sympy(latex: str):
     """What `latex2sympy(latex)` returns when `latex` is a numeric literal structure, else None (= not ours).
 
@@ -93,24 +141,11 @@ def literal_sympy(latex: str):
     a thousands-like comma (`1,500`), another bracket shape, or any other token is left to latex2sympy. A test
     compares this with latex2sympy on generated and real strings (`srepr` identical).
     """
-    import sympy
-
-    text = latex.strip()
-    if not text or _THOUSANDS.search(text) or "{," in text or ",}" in text:
+    split = split_structure(latex)
+    if split is None:
         return None
-    bracketed = text[0] in _OPEN and text[-1] in _CLOSE
-    parts = (text[1:-1] if bracketed else text).split(",")
+    open_, parts, close = split
     values = [_element(part) for part in parts]
     if any(v is None for v in values):
         return None
-    if not bracketed:
-        return values[0] if len(values) == 1 else sympy.FiniteSet(*values)
-    left_open, right_open = _OPEN[text[0]], _CLOSE[text[-1]]
-    if len(values) > 2:
-        return sympy.Tuple(*values) if left_open and right_open else None
-    if len(values) != 2:
-        return None
-    left, right = values
-    if (left_open and right_open and right <= left) or (not left_open and not right_open and right < left):
-        return sympy.Tuple(left, right)
-    return sympy.Interval(left, right, left_open=left_open, right_open=right_open)
+    return assemble(open_, values, close)

@@ -126,3 +126,58 @@ def test_math_verify_parse_goes_through_the_literal_builder_in_workers():
 
     parsed = math_worker.parse_cached("\\boxed{\\left( 3 , -7 \\right)}")
     assert parsed == (sympy.Tuple(3, -7), "( 3 , -7 )")
+
+
+# -- structure_sympy: tuples / intervals / lists of plain expressions, parsed part by part -------------------------
+_PARTS = ["3", "-2", "0.5", "\\frac{3}{4}", "\\infty", "-\\infty", "\\sqrt{3}", "-\\sqrt{3}", "2\\sqrt{5}", "\\pi",
+          "\\frac{\\pi}{2}", "\\frac{\\pi^2}{8}", "\\frac{5 \\pi^2}{4}", "x", "2x+1", "a", "e", "i", "1+2i", "\\sin x",
+          "x^2", "f(1,2)", "\\frac{1+\\sqrt{5}}{2}", "10\\%", "k", "-b", "\\log 2", "|x|", "3!", "\\pm 1", "x=1",
+          "\\{1\\}", "\\text{cm}", "1,500", "(1,2)", "\\emptyset", ""]
+_GENERAL = st.builds(lambda open_, parts, close, sep: f"{open_}{sep.join(parts)}{close}",
+                     st.sampled_from(["", "(", "[", "("]), st.lists(st.sampled_from(_PARTS), min_size=2, max_size=4),
+                     st.sampled_from(["", ")", "]", ")"]), st.sampled_from([",", ", ", " , "]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_GENERAL)
+def test_structures_of_plain_parts_are_built_exactly_as_latex2sympy_builds_them(text):
+    import sympy
+
+    from benchctl.grading.math_worker import structure_sympy
+
+    value = structure_sympy(text)
+    if value is not None:
+        assert sympy.srepr(value) == _latex2sympy(text)
+
+
+@pytest.mark.parametrize("text", ["[ \\frac{\\pi^2}{8} , \\frac{5 \\pi^2}{9} ]", "(-\\sqrt{3}, \\sqrt{6})",
+                                  "( 3, \\frac{\\pi}{2} )", "(x, y)", "(1, i)", "(1+2i, 3)", "(e, \\pi)", "[x, x]",
+                                  "(3, \\sqrt{5})", "(f(1,2), 3)", "(-\\infty, \\sqrt{2}]", "\\frac{1}{2}, \\sqrt{2}"])
+def test_plain_part_structures_match_latex2sympy(text):
+    import sympy
+
+    from benchctl.grading.math_worker import structure_sympy
+
+    value = structure_sympy(text)
+    assert value is not None and sympy.srepr(value) == _latex2sympy(text)
+
+
+@pytest.mark.parametrize("text", ["(2,12) \\cup (12,102)", "(1, \\pm 2)", "x=1, y=2", "(\\{1\\}, 2)", "(1,500)",
+                                  "[1, 2, 3]", "(a+5)(b+2)", "\\text{A}, \\text{B}", "(1, )", "1 < x, 2"])
+def test_structures_with_other_parts_are_left_to_latex2sympy(text):
+    from benchctl.grading.math_worker import structure_sympy
+
+    assert structure_sympy(text) is None
+
+
+def test_structure_parse_agrees_on_every_real_comma_gold(benchmarks_dir):
+    import sympy
+
+    from benchctl.grading.math_worker import structure_sympy
+    from benchctl.tasks import get_task
+
+    golds = {p.gold for name in ("math500", "aime24", "amc23", "olympiadbench") for p in get_task(name).load(benchmarks_dir)}
+    covered = [(g, structure_sympy(g)) for g in sorted(golds) if "," in g]
+    covered = [(g, v) for g, v in covered if v is not None]
+    assert len(covered) > 30
+    assert [g for g, v in covered if sympy.srepr(v) != _latex2sympy(g)] == []
