@@ -10,7 +10,8 @@ Pipeline for a batch of (gold, completion) pairs:
    (`math_fast`: math-verify's verdict is certain there). Every other unique job is graded in a
    `math_pool.BoundedPool` worker: `verify(gold, pred)` with the GOLD FIRST
    (math-verify is not symmetric; landscape.md section 5, Math-Verify issues #25/#10), math-verify's signal
-   timeouts off, the bound enforced by the parent (the overrunning worker is killed: reason "timeout"; a worker
+   timeouts off (inside, numeric literals and tuples / intervals / lists are built without the whole-string ANTLR
+   parse, srepr-identical to latex2sympy: `math_worker.parse_latex_fast`), the bound enforced by the parent (the overrunning worker is killed: reason "timeout"; a worker
    that dies: reason "error"). `workers=0` grades in-process with NO time bound (debugging only).
 Reasons: correct, wrong, no_answer (nothing extractable), parse_error (answer or gold found but not parseable
 and not string-equal), timeout, error. `Verdict.extracted` is the box content, or math-verify's matched string.
