@@ -1,6 +1,6 @@
 """Build-once cache of tiny models, safe for concurrent test processes.
 
-`cached_tiny_model(sft_steps=120, seed=0)` returns `<cache>/tiny-<key>`, building it on first use. The key is a
+`cached_tiny_model(sft_steps=100, seed=0)` returns `<cache>/tiny-<key>`, building it on first use. The key is a
 hash of every `TinyModelConfig` field plus `BUILDER_VERSION`, so a change of parameters or of the builder gives a
 new folder. `<cache>` is `$BENCHCTL_CACHE_DIR`, else `~/.cache/benchctl` [our choice: outside the repo, shared by
 worktrees and CI steps]. An exclusive `fcntl.flock` on `tiny-<key>.lock` serialises builders; the model is built

@@ -38,7 +38,7 @@ class TinyModelConfig:
     """Architecture, seed and SFT budget of the tiny model."""
 
     seed: int = field(default=0, metadata={"help": "torch seed for the initial weights and the SFT data order"})
-    sft_steps: int = field(default=120, metadata={"help": "SFT optimizer steps (0 = random init only)"})
+    sft_steps: int = field(default=100, metadata={"help": "SFT optimizer steps (0 = random init only)"})
     sft_seconds: float | None = field(
         default=None, metadata={"help": "stop SFT after this many seconds instead (not reproducible)"}
     )
@@ -161,7 +161,7 @@ def _sft_loop(model, cfg: TinyModelConfig, generator) -> dict:
 def build_tiny_model(out_dir: Path | str, *, config: TinyModelConfig | None = None, **options) -> Path:
     """Build, SFT and save the tiny model into `out_dir`; `options` override `TinyModelConfig` fields.
 
-    Example: `build_tiny_model("tiny", sft_steps=120, seed=0)`. Returns `out_dir` as a Path.
+    Example: `build_tiny_model("tiny", sft_steps=100, seed=0)`. Returns `out_dir` as a Path.
     """
     import torch
     from transformers import GenerationConfig, Qwen2ForCausalLM
