@@ -7,16 +7,21 @@ from typing import Annotated
 
 import typer
 
+from benchctl.models.tiny import TinyModelConfig
+
+_DEFAULTS = TinyModelConfig()
+
 
 def tiny_model(
     out: Annotated[Path, typer.Option(help="folder to write the HF-format model into")] = Path("results/models/tiny"),
-    sft_steps: Annotated[int, typer.Option(help="SFT optimizer steps on arith (0 = random init)")] = 120,
-    seed: Annotated[int, typer.Option(help="seed for the initial weights and the SFT data order")] = 0,
+    sft_steps: Annotated[int, typer.Option(min=0, help="SFT optimizer steps on arith (0 = random init)")] = _DEFAULTS.sft_steps,
+    seed: Annotated[int, typer.Option(help="seed for the initial weights and the SFT data order")] = _DEFAULTS.seed,
+    overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
 ) -> None:
     """Build the embedded default model: ~0.8M-parameter Qwen2, character tokenizer, SFT on `arith` (CPU, ~1 min)."""
-    from benchctl.models.tiny import build_tiny_model
+    from benchctl.models.cache import export_tiny_model
 
-    path = build_tiny_model(out, sft_steps=sft_steps, seed=seed)
+    path = export_tiny_model(out, overwrite=overwrite, sft_steps=sft_steps, seed=seed)
     typer.echo(f"tiny model written to {path}")
 
 

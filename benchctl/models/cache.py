@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from benchctl.errors import BenchctlError
 from benchctl.models.tiny import BUILDER_VERSION, INFO_FILE, TinyModelConfig, build_tiny_model, resolve_config
 
 CACHE_ENV = "BENCHCTL_CACHE_DIR"
@@ -57,3 +58,24 @@ def cached_tiny_model(*, cache_dir: Path | str | None = None, config: TinyModelC
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return target
+
+
+def export_tiny_model(out_dir: Path | str, *, overwrite: bool = False, **options) -> Path:
+    """Build the tiny model into `out_dir` atomically (temporary sibling folder, then rename).
+
+    An existing `out_dir` is an error unless `overwrite`, so a finished model is never lost or half-replaced.
+    """
+    out = Path(out_dir)
+    if out.exists() and not overwrite:
+        raise BenchctlError(f"{out} already exists; pass --overwrite to replace it")
+    resolve_config(None, options)  # bad options fail before any work
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        build_tiny_model(scratch, **options)
+        if out.exists():
+            shutil.rmtree(out)
+        scratch.rename(out)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
