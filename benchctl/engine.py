@@ -171,9 +171,9 @@ def _start_llm(cfg: EngineConfig):
         kwargs["max_model_len"] = cfg.max_model_len
     if kv_gib is not None:
         kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
+    local = Path(cfg.model).expanduser()
     try:
-        return vllm.LLM(str(Path(cfg.model).expanduser()) if Path(cfg.model).expanduser().exists() else cfg.model,
-                        **kwargs)
+        return vllm.LLM(str(local) if local.exists() else cfg.model, **kwargs)
     except Exception as exc:  # noqa: BLE001 - any vLLM start failure is reported as one line
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         raise BenchctlError(f"could not start vLLM on model {cfg.model!r}: {type(exc).__name__}: {first}") from exc

@@ -176,3 +176,11 @@ def test_prompt_longer_than_the_context_is_a_benchctl_error(engine):
 def test_same_arguments_reuse_the_running_engine(engine, tiny_model):
     again = Engine(tiny_model, **{k: getattr(engine.config, k) for k in ("kv_cache_gib",)})
     assert again.llm is engine.llm
+
+
+def test_invalid_model_folder_is_a_one_line_benchctl_error_and_the_engine_survives(engine, tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "qwen2", "hidden_size": "wide"}')
+    with pytest.raises(BenchctlError, match="could not start vLLM") as err:
+        Engine(tmp_path, kv_cache_gib=0.0625)
+    assert "\n" not in str(err.value)
+    assert greedy_texts(engine, ["1+2="])
