@@ -14,7 +14,11 @@ baseline runs on every `--stride`-th problem (all its samples, in order, so math
 they would in a real loop) and is extrapolated to all items; the script says so and asserts that the two
 graders give IDENTICAL verdicts (correct or not) on every compared item.
 
-    .venv/bin/python benchmarks/grading.py [--data-dir DIR] [--samples 256] [--workers 2] [--stride 10]
+Runs interleave (`--rounds 3`): benchctl, baseline on problems 0 mod stride, benchctl, baseline on problems
+stride/2 mod stride, benchctl, so both see the same machine load; each benchctl run gets freshly forked workers
+(cold caches) and the report gives medians. Note the load average (`uptime`) next to the figures.
+
+    .venv/bin/python benchmarks/grading.py [--data-dir DIR] [--samples 256] [--workers 2] [--stride 10] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ import json
 import os
 import random
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
 
 from benchctl.grading.math import grade_math
 from benchctl.grading.math_extract import final_boxed_answer
+from benchctl.grading.math_pool import close_pools
 
 FRAC = re.compile(r"\\[dt]?frac\{(-?\d+)\}\{(\d+)\}")
 WRAPPERS = [
@@ -108,6 +114,15 @@ def baseline(items: list[tuple[str, str]]) -> tuple[list[bool], float]:
     return out, time.perf_counter() - start
 
 
+def run_benchctl(items: list[tuple[str, str]], workers: int):
+    """One timed `grade_math` call on a freshly started pool (pool start not timed; worker caches cold)."""
+    close_pools()
+    grade_math([("1", "\\boxed{1}")], workers=workers)  # fork the workers from the warm forkserver
+    start = time.perf_counter()
+    verdicts = grade_math(items, workers=workers)
+    return verdicts, time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_dir = os.environ.get("BENCHCTL_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "shared/benchmarks")
@@ -116,6 +131,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--stride", type=int, default=10, help="baseline on every stride-th problem")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=3, help="benchctl runs; a baseline subsample between each two")
     parser.add_argument("--unboxed", type=float, default=0.0, help="share of answers written without a box")
     parser.add_argument("--truncated", type=float, default=0.0, help="share of completions cut before any answer")
     args = parser.parse_args()
@@ -124,21 +140,30 @@ def main() -> int:
     unique = len({(g, " ".join((final_boxed_answer(c) or c).split())) for g, c in items})
     print(f"items {len(items):,} ({len(rows)} problems x {args.samples}), ~{unique:,} unique (gold, answer) pairs")
 
-    grade_math([("1", "\\boxed{1}")], workers=args.workers)  # start the pool (reported separately)
-    start = time.perf_counter()
-    ours = grade_math(items, workers=args.workers)
-    ours_s = time.perf_counter() - start
+    ours_runs, base_runs, mismatches, compared = [], [], [], 0
+    for round_ in range(2 * args.rounds - 1):  # benchctl, baseline, benchctl, ...: both see the same load
+        if round_ % 2 == 0:
+            ours, seconds = run_benchctl(items, args.workers)
+            if ours_runs and [v.correct for v in ours] != [v.correct for v in ours_runs[0][0]]:
+                raise AssertionError("benchctl verdicts differ between runs")
+            ours_runs.append((ours, seconds))
+            print(f"benchctl run {len(ours_runs)}: {seconds:.2f} s, {len(items) / seconds:,.0f} items/s "
+                  f"(workers={args.workers}, cold worker caches)")
+            continue
+        offset = (round_ // 2) * args.stride // max(1, args.rounds - 1)
+        picked = [i for i in range(len(items)) if (i // args.samples) % args.stride == offset]
+        base, base_s = baseline([items[i] for i in picked])
+        base_runs.append(base_s / len(picked) * len(items))
+        print(f"baseline run {len(base_runs)}: {base_s:.1f} s on {len(picked):,} items (problems = {offset} mod "
+              f"{args.stride}), {len(picked) / base_s:,.0f} items/s -> extrapolated {base_runs[-1]:.0f} s for all")
+        mismatches += [(items[i], ours_runs[-1][0][i]) for i, b in zip(picked, base) if b != ours_runs[-1][0][i].correct]
+        compared += len(picked)
+    ours = ours_runs[0][0]
     reasons = {r: sum(v.reason == r for v in ours) for r in sorted({v.reason for v in ours})}
-    print(f"benchctl: {ours_s:.1f} s, {len(items) / ours_s:,.0f} items/s, workers={args.workers}, reasons {reasons}")
-
-    picked = [i for i in range(len(items)) if (i // args.samples) % args.stride == 0]
-    base, base_s = baseline([items[i] for i in picked])
-    per_item = base_s / len(picked)
-    full = per_item * len(items)
-    print(f"baseline: {base_s:.1f} s on {len(picked):,} items (every {args.stride}th problem), "
-          f"{1 / per_item:,.0f} items/s -> extrapolated {full:.0f} s for all {len(items):,} items")
-    mismatches = [(items[i], ours[i]) for i, b in zip(picked, base) if b != ours[i].correct]
-    print(f"speed-up: {full / ours_s:.1f}x; verdicts identical on {len(picked) - len(mismatches):,}/{len(picked):,}")
+    ours_s, full = statistics.median(s for _, s in ours_runs), statistics.median(base_runs)
+    print(f"benchctl median {ours_s:.2f} s, reasons {reasons}; baseline median (extrapolated) {full:.0f} s")
+    print(f"speed-up: {full / ours_s:.1f}x (median/median); verdicts identical on "
+          f"{compared - len(mismatches):,}/{compared:,} compared items")
     for (gold, completion), verdict in mismatches[:5]:
         print(f"  MISMATCH gold={gold!r} answer={verdict.extracted!r} ours={verdict.reason}")
     assert not mismatches, f"{len(mismatches)} verdicts differ from one-at-a-time math-verify"

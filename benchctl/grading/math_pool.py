@@ -2,7 +2,8 @@
 
 `concurrent.futures.ProcessPoolExecutor` cannot kill one stuck task (a timed-out future keeps its worker busy
 forever, and a crashed worker breaks the whole executor), so this pool keeps one pipe per worker:
-- the parent sends a chunk of jobs to an idle worker; the worker answers job by job;
+- the parent sends a chunk of jobs to an idle worker (`chunk_size`: shrinking to 1 job as the queue empties);
+  the worker answers job by job;
 - item k's clock starts when the parent receives item k-1's answer (or sends the chunk), so the bound applies
   per item and is never shorter than the item's real run time;
 - past the bound the worker is SIGKILLed, its current item gets status "timeout", the rest of its chunk goes back
@@ -24,6 +25,7 @@ from collections import deque
 from multiprocessing.connection import wait
 from typing import Any, Callable, Sequence
 
+MAX_CHUNK = 32  # jobs per message at most [our choice]: pipe round trips stay well under 1% of the work
 MEMORY_LIMIT_BYTES = 4 << 30  # per worker [our choice]: sympy needs ~0.3 GiB; a 4 GiB cap leaves room
 
 
@@ -90,9 +92,8 @@ class BoundedPool:
         with self.lock:
             results: list[tuple[str, Any] | None] = [None] * len(jobs)
             pending = deque(range(len(jobs)))
-            chunk_size = max(1, min(32, len(jobs) // (4 * self.n_workers)))
             while pending or any(w.chunk for w in self.workers):
-                self._dispatch(jobs, pending, chunk_size, timeout)
+                self._dispatch(jobs, pending, timeout)
                 self._collect(results, timeout)
                 self._enforce(results, pending)
                 if self.start_failures > 3:  # workers cannot start at all: fail the rest, do not spin
@@ -100,10 +101,10 @@ class BoundedPool:
                         results[pending.popleft()] = ("crash", "grading workers fail to start")
             return results  # type: ignore[return-value]
 
-    def _dispatch(self, jobs, pending: deque, chunk_size: int, timeout: float) -> None:
+    def _dispatch(self, jobs, pending: deque, timeout: float) -> None:
         for w in self.workers:
             if not w.chunk and pending and not w.dead:
-                take = [pending.popleft() for _ in range(min(chunk_size, len(pending)))]
+                take = [pending.popleft() for _ in range(chunk_size(len(pending), self.n_workers))]
                 w.chunk.extend(take)
                 w.deadline = time.monotonic() + timeout
                 try:
@@ -155,6 +156,13 @@ class BoundedPool:
                 w.kill()
 
 
+def chunk_size(pending: int, workers: int) -> int:
+    """Jobs in the next chunk: a 1/(2 x workers) share of what is left, between 1 and `MAX_CHUNK` (guided
+    scheduling: big chunks while the queue is long, single jobs at the end, so no worker sits idle while another
+    still holds queued jobs behind a slow one)."""
+    return max(1, min(MAX_CHUNK, pending, -(-pending // (2 * workers))))
+
+
 _POOLS: dict[tuple[str, int], BoundedPool] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -177,7 +185,11 @@ def default_workers() -> int:
 
 
 @atexit.register
-def _close_pools() -> None:
-    for pool in list(_POOLS.values()):
+def close_pools() -> None:
+    """Stop every shared pool (at exit; a benchmark calls it so the next run starts with cold worker caches)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
         pool.close()
-    _POOLS.clear()
+

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from benchctl.errors import BenchctlError
-from benchctl.grading.math import _verdict, grade_math
-from benchctl.grading.math_pool import BoundedPool
+from benchctl.grading.math import _job, _keyed, _schedule, _verdict, grade_math
+from benchctl.grading.math_pool import MAX_CHUNK, BoundedPool, chunk_size
 from benchctl.grading.verdict import Verdict
 
 PATHOLOGICAL = "\\boxed{9^{9^{9^{9}}}}"  # 9^(9^387420489): C-level big-int arithmetic, no signal can stop it
@@ -85,3 +85,28 @@ def test_verdict_reason_and_correct_must_agree():
     with pytest.raises(ValueError):
         Verdict(False, "maybe", "1")
     assert Verdict.of("correct", "1").correct
+
+
+def test_chunks_shrink_to_single_jobs_as_the_queue_empties_and_never_exceed_a_fair_share():
+    for workers in (1, 2, 8):
+        for pending in range(1, 600):
+            size = chunk_size(pending, workers)
+            assert 1 <= size <= min(MAX_CHUNK, pending)
+            assert size == 1 or size <= -(-pending // (2 * workers))
+    assert chunk_size(1000, 2) == MAX_CHUNK and chunk_size(4, 2) == 1
+
+
+def test_extracting_each_distinct_completion_once_gives_the_per_item_keys():
+    pairs = [("5", "so \\boxed{ 5 }"), ("5", "so \\boxed{ 5 }"), ("6", "so \\boxed{ 5 }"), ("5", "no box 5")] * 2
+    tols = [None, 0.1, None, None] * 2
+    assert _keyed("default", pairs, tols) == [_job("default", g, c, t) for (g, c), t in zip(pairs, tols)]
+
+
+def test_schedule_is_a_permutation_with_each_gold_contiguous_and_bigger_groups_first():
+    jobs = [("default", g, a, True, None) for g in ("1", "x=2", "\\frac{1}{3}") for a in ("7", "y = 2x + 3", "1, 2")]
+    jobs += [("default", "9", "9.5", True, None)]
+    order = _schedule(jobs[::-1])
+    assert sorted(order) == sorted(jobs)
+    golds = [job[1] for job in order]
+    assert len([g for i, g in enumerate(golds) if i == 0 or golds[i - 1] != g]) == 4  # each gold one run
+    assert golds[-1] == "9"  # the group with the least answer text goes last
