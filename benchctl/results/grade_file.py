@@ -62,6 +62,8 @@ def grade_samples_file(config):
 
     task = get_task(config.task)
     path, out = Path(config.samples), Path(config.out)
+    if not path.is_file():
+        raise BenchctlError(f"--samples {path}: no such file (JSON Lines with problem_id and completion)")
     problems = {p.id: p for p in task.load(config.data_dir)}
     by_problem = read_samples(path, problems)
     n_min = min(len(v) for v in by_problem.values())
