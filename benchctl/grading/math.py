@@ -1,7 +1,8 @@
 """Math answer grading: math-verify 0.9.0 in a process pool with a per-item time bound, deduplicated.
 
 Pipeline for a batch of (gold, completion) pairs:
-1. Extract the final answer in the parent, once per distinct completion string (pure Python,
+1. Extract the final answer in the parent (while the pool already grades the first quarter's jobs: `_outcomes`),
+   once per distinct completion string (pure Python,
    `math_extract.final_boxed_answer`): the last `\\boxed{}`
    (plus the boxes right before it joined by `,`/`and`/`or`, as math-verify does). Completions without a box go
    whole to the worker, where math-verify's own extraction (answer anchors, last LaTeX, last expression) applies.
@@ -38,6 +39,7 @@ Known issues (each pinned by a row of tests/grading/test_math_regressions.py):
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from benchctl.errors import BenchctlError
@@ -50,6 +52,7 @@ DEFAULT_TIMEOUT = 5.0  # seconds per unique item [our choice]: math-verify's own
 WORKER_FUNC = "benchctl.grading.math_worker:grade_job"  # imported by the workers only (sympy stays out of here)
 WARM_UP = ("benchctl.grading.math_warm",)  # preloaded into the forkserver: workers fork with a warm parser
 PROFILES = ("default", "minerva", "olympiad")  # == math_worker.PROFILES (a test checks)
+HEAD_SPLIT = 4  # the pool starts on the first 1/4 of the items while the parent extracts the rest [our choice]
 
 
 def _job(profile: str, gold: str | None, completion: str, tol: float | None) -> tuple[tuple, str | None]:
@@ -65,10 +68,12 @@ def _extract(completion: str) -> tuple[str, bool, str | None]:
     return (completion, False, None) if boxed is None else (" ".join(boxed.split()), True, boxed)
 
 
-def _keyed(profile: str, pairs: Sequence[tuple[str, str]], tols: Sequence[float | None]) -> list[tuple[tuple, str | None]]:
+def _keyed(profile: str, pairs: Sequence[tuple[str, str]], tols: Sequence[float | None],
+           seen: dict | None = None) -> list[tuple[tuple, str | None]]:
     """`_job` per pair, extracting each distinct completion string once (samples repeat verbatim: 128k MATH-500
-    benchmark completions are ~9k strings; a dict lookup costs a hash, the box scan ~5 us)."""
-    seen: dict[str, tuple[str, bool, str | None]] = {}
+    benchmark completions are ~9k strings; a dict lookup costs a hash, the box scan ~5 us). `seen` carries the
+    extractions over between calls."""
+    seen = {} if seen is None else seen
     out = []
     for (gold, completion), tol in zip(pairs, tols):
         hit = seen.get(completion)
@@ -138,12 +143,31 @@ def grade_math(
     if timeout <= 0:
         raise BenchctlError(f"timeout={timeout!r} must be > 0 seconds")
     tols = tolerances if tolerances is not None else [None] * len(pairs)
-    keyed = _keyed(profile, pairs, tols)
-    outcome = {key: _fast(key) for key in dict.fromkeys(key for key, _ in keyed)}
-    slow = _schedule([k for k, v in outcome.items() if v is None])
-    outcome.update(zip(slow, _run(slow, workers, timeout)))
+    keyed, outcome = _outcomes(profile, pairs, tols, workers, timeout)
     shared: dict[tuple, Verdict] = {}  # frozen verdicts are shared between identical items
     return [_shared(shared, outcome[key], boxed, timeout) for key, boxed in keyed]
+
+
+def _outcomes(profile: str, pairs: Sequence, tols: Sequence, workers: int | None, timeout: float) -> tuple[list, dict]:
+    """(keyed items, outcome per distinct key). With a pool, the slow jobs of the first 1/`HEAD_SPLIT` of the
+    items are graded (a thread waits on the pool) while the parent extracts the rest, so the workers do not idle
+    through the extraction pass; the remaining jobs follow as a second `map` (its own biggest-first order)."""
+    seen: dict = {}
+    split = len(pairs) // HEAD_SPLIT if workers != 0 else 0
+    keyed = _keyed(profile, pairs[:split], tols[:split], seen)
+    outcome = {key: _fast(key) for key in dict.fromkeys(key for key, _ in keyed)}
+    head = _schedule([k for k, v in outcome.items() if v is None])
+    with ThreadPoolExecutor(1) as executor:
+        future = executor.submit(_run, head, workers, timeout) if head else None
+        keyed += _keyed(profile, pairs[split:], tols[split:], seen)
+        for key, _ in keyed[split:]:
+            if key not in outcome:
+                outcome[key] = _fast(key)
+        if future is not None:
+            outcome.update(zip(head, future.result()))
+    tail = _schedule([k for k, v in outcome.items() if v is None])
+    outcome.update(zip(tail, _run(tail, workers, timeout)))
+    return keyed, outcome
 
 
 def _fast(key: tuple) -> tuple[str, object] | None:
