@@ -103,16 +103,42 @@ def structure_sympy(latex: str):
         return None
 
 
+_NOT_UNION = re.compile(r"\\(?:cap|setminus|cup[a-zA-Z])|\\\\|\\[{}]|[=<>]")
+
+
+def union_sympy(latex: str):
+    """latex2sympy of `A \\cup B \\cup ...` whose parts are all bracketed intervals / tuples that `literal_sympy`
+    or `structure_sympy` build: `convert_set_union`'s left fold `Union(Union(A, B), C, evaluate=False)`, tuple
+    parts as FiniteSet. Anything else (`\\cap`, `\\setminus`, sets, relations, complex-looking text) is None.
+    A test compares it with latex2sympy on generated and real strings (srepr identical)."""
+    parts = latex.split("\\cup")
+    if len(parts) < 2 or _NOT_UNION.search(latex) or math_verify.parser.should_treat_as_complex(latex):
+        return None
+    values = []
+    for part in parts:
+        value = literal_sympy(part)
+        value = structure_sympy(part) if value is None else value
+        if not isinstance(value, (sympy.Interval, sympy.Tuple)):
+            return None
+        values.append(sympy.FiniteSet(*value) if isinstance(value, sympy.Tuple) else value)
+    result = values[0]
+    for value in values[1:]:
+        result = sympy.Union(result, value, evaluate=False)
+    return result
+
+
 @lru_cache(maxsize=8192)
 def parse_latex_fast(latex: str):
     """math-verify's `parse_latex_cached` (latex2sympy on the NORMALISED latex), with numeric literal structures
     (`(2, 4)`, `-2, 1`, `[0.5, \\infty)`, `\\frac{3}{4}`) built directly by `math_fast.literal_sympy` and other
-    tuples / intervals / lists from their parts (`structure_sympy`): the same sympy object (srepr-identical,
+    tuples / intervals / lists from their parts (`structure_sympy`), unions of those (`union_sympy`): the same sympy object (srepr-identical,
     tested) without ANTLR's slow full-context parse of the whole structure (5-70 ms). Memoised (math-verify
     keeps only the last 20). Installed into `math_verify.parser` when this module loads."""
     value = literal_sympy(latex)
     if value is None:
         value = structure_sympy(latex)
+    if value is None and "\\cup" in latex:
+        value = union_sympy(latex)
     return _LATEX2SYMPY(latex) if value is None else value
 
 

@@ -181,3 +181,54 @@ def test_structure_parse_agrees_on_every_real_comma_gold(benchmarks_dir):
     covered = [(g, v) for g, v in covered if v is not None]
     assert len(covered) > 30
     assert [g for g, v in covered if sympy.srepr(v) != _latex2sympy(g)] == []
+
+
+_UNION_PART = st.builds(lambda o, a, b, c: f"{o}{a}, {b}{c}", st.sampled_from(["(", "["]),
+                        st.sampled_from(["-\\infty", "-2", "0", "\\frac{1}{2}", "\\sqrt{3}", "x", "7"]),
+                        st.sampled_from(["\\infty", "3", "0", "\\frac{5}{2}", "2\\pi", "y", "-1"]), st.sampled_from([")", "]"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_UNION_PART, st.sampled_from(["(1, 2, 3)", "[0, 1, 2]", "(2)", "\\{1\\}", "5", "(1, i)"])),
+                min_size=2, max_size=4), st.sampled_from(["\\cup", " \\cup ", "\\cap", "\\setminus"]))
+def test_unions_of_structures_are_built_exactly_as_latex2sympy_builds_them(parts, op):
+    import sympy
+
+    from benchctl.grading.math_worker import union_sympy
+
+    text = op.join(parts)
+    value = union_sympy(text)
+    if value is not None:
+        assert sympy.srepr(value) == _latex2sympy(text)
+
+
+@pytest.mark.parametrize("text", ["(0,9) \\cup (9,36)", "(-\\infty, 2) \\cup (3, \\infty)", "[1,2]\\cup[3,4]\\cup(5,6)",
+                                  "(1,2,3) \\cup [0, \\frac{\\pi}{2}]", "[5,2] \\cup (3,3)", "(-\\infty,-1] \\cup [x, y)"])
+def test_union_shapes_match_latex2sympy(text):
+    import sympy
+
+    from benchctl.grading.math_worker import union_sympy
+
+    value = union_sympy(text)
+    assert value is not None and sympy.srepr(value) == _latex2sympy(text)
+
+
+@pytest.mark.parametrize("text", ["(1,i) \\cup (2,3)", "(1,2) \\cap (0,3)", "\\{1\\} \\cup (2,3)", "x \\in (1,2) \\cup (3,4)",
+                                  "5 \\cup (1,2)", "(1,2) \\cup (3,4) \\setminus \\{3\\}", "(1,2)"])
+def test_other_unions_are_left_to_latex2sympy(text):
+    from benchctl.grading.math_worker import union_sympy
+
+    assert union_sympy(text) is None
+
+
+def test_union_parse_agrees_on_every_real_union_gold(benchmarks_dir):
+    import sympy
+
+    from benchctl.grading.math_worker import union_sympy
+    from benchctl.tasks import get_task
+
+    golds = {p.gold for name in ("math500", "aime24", "amc23", "olympiadbench") for p in get_task(name).load(benchmarks_dir)}
+    covered = [(g, union_sympy(g)) for g in sorted(golds) if "\\cup" in g]
+    covered = [(g, v) for g, v in covered if v is not None]
+    assert len(covered) >= 3
+    assert [g for g, v in covered if sympy.srepr(v) != _latex2sympy(g)] == []
