@@ -168,7 +168,7 @@ def run_eval(config: EvalConfig) -> EvalResult:
                           identity, config.overwrite)
     engine = make_engine_factory(model, config)
     results = [evaluate_task(task, out, model, n, config, engine) for task in tasks]
-    store.write_overall_summary(out, [r.summary for r in results])
+    store.write_overall_summary(out)
     return EvalResult(out, model.name, tuple(results))
 
 

@@ -25,6 +25,8 @@ class _OneLineErrors(TyperGroup):
             _fail("aborted", code=130)
         except BenchctlError as exc:
             _fail(str(exc))
+        except OSError as exc:  # unwritable --out, full disk, ...: the path and the reason, one line
+            _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
         except typer.TyperException as exc:  # typer's (vendored click) usage errors
             if type(exc).__name__ == "NoArgsIsHelpError":
                 exc.show()
@@ -38,6 +40,8 @@ class _OneLineErrors(TyperGroup):
             return super().invoke(ctx)
         except BenchctlError as exc:
             _fail(str(exc))
+        except OSError as exc:
+            _fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
 
 
 def _fail(message: str, code: int = 2):

@@ -140,9 +140,20 @@ def _state_from_json(spec: EstimatorSpec, data: Any) -> Any:
     if data is None:
         return None
     names = {f.name for f in dataclasses.fields(spec.state)} if spec.state is not None else set()
-    if not isinstance(data, dict) or set(data) != names:
-        raise BenchctlError(f"state for {spec.name} must have the keys {sorted(names)}; got {data!r}")
-    return spec.state(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    if spec.state is None or not isinstance(data, dict) or set(data) != names:
+        want = f"the keys {sorted(names)}" if spec.state is not None else "no state (null)"
+        raise BenchctlError(f"state for {spec.name} must have {want}; got {data!r}")
+    return spec.state(**{k: _state_value(spec.name, k, v) for k, v in data.items()})
+
+
+def _state_value(name: str, key: str, value: Any) -> Any:
+    """A JSON state value back as the dataclass expects it: numbers (or None), lists of numbers as tuples."""
+    def number(v):
+        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+            return v
+        raise BenchctlError(f"state for {name}: {key} must be a number or null; got {v!r}")
+
+    return tuple(number(v) for v in value) if isinstance(value, list) else number(value)
 
 
 def param_names(name: str) -> list[str]:

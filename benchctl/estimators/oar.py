@@ -120,7 +120,10 @@ def reshape_token_weights(scores, mask=None, *, lengths=None, q: float = 0.5, be
     if mask is not None:
         span = to_bool(mask, "mask")
     elif lengths is not None:
-        span = np.arange(s.shape[1])[None, :] < to_float64(lengths, "lengths")[0][:, None]  # (N, T)
+        n_tokens = to_float64(lengths, "lengths")[0]
+        if n_tokens.shape != (s.shape[0],):
+            raise BenchctlError(f"lengths must be 1-D with {s.shape[0]} entries; got shape {n_tokens.shape}")
+        span = np.arange(s.shape[1])[None, :] < n_tokens[:, None]  # (N, T)
     else:
         span = np.ones(s.shape, dtype=bool)
     if span.shape != s.shape:

@@ -79,7 +79,7 @@ def grade_samples_file(config):
     summary = finalize_task(task_dir, ids, ks, task=task.name, model=f"samples:{path.name}",
                             resamples=config.resamples, confidence=config.confidence, seed=config.seed)
     result = TaskResult(task.name, task_dir, len(ids), len(ids), 0, summary)
-    store.write_overall_summary(out, [summary])
+    store.write_overall_summary(out)
     return EvalResult(out, f"samples:{path.name}", (result,), notes)
 
 

@@ -53,10 +53,11 @@ def write_json(path: Path, obj: Any) -> None:
     write_atomic(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"))
 
 
-def write_overall_summary(out: Path, summaries: list[pa.Table]) -> None:
-    """DIR/summary.parquet: every task's summary rows of this run, concatenated."""
+def write_overall_summary(out: Path) -> None:
+    """DIR/summary.parquet: the summary rows of every task in the run folder (earlier commands' tasks too)."""
+    summaries = [pq.read_table(p) for p in sorted(out.glob("*/summary.parquet"))]
     if summaries:
-        write_table(out / "summary.parquet", pa.concat_tables(summaries))
+        write_table(out / "summary.parquet", pa.concat_tables(summaries, promote_options="default"))
 
 
 class SampleParts:
@@ -94,7 +95,11 @@ class SampleParts:
     def iter_parts(self, columns: list[str] | None = None):
         """Yield each part as a pyarrow Table (only `columns`), one at a time (memory: one part)."""
         for path in self.paths():
-            yield pq.read_table(path, columns=columns)
+            try:
+                yield pq.read_table(path, columns=columns)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise BenchctlError(f"sample part {path} is unreadable ({type(exc).__name__}); delete it and rerun "
+                                    "to resample its problems") from None
 
 
 def prepare_run_dir(out: Path, config_json: dict, identity: dict, overwrite: bool) -> None:
@@ -104,15 +109,19 @@ def prepare_run_dir(out: Path, config_json: dict, identity: dict, overwrite: boo
     setting (ks, tasks, limit, bootstrap) may change between resumed runs.
     """
     cfg_path = out / "config.json"
+    if out.exists() and not out.is_dir():
+        raise BenchctlError(f"--out {out} is a file, not a folder; choose another --out")
     if out.exists() and any(out.iterdir()):
         stored = _read_config(cfg_path)
         if stored is None:
             raise BenchctlError(f"--out {out} exists and is not a benchctl eval run dir (no readable config.json); "
                                 "choose another --out")
-        if overwrite:
-            shutil.rmtree(out)
-        else:
+        try:
             _check_identity(out, stored.get("identity", {}), identity)
+        except BenchctlError:
+            if not overwrite:
+                raise
+            shutil.rmtree(out)  # only samples made with a different sampling config are discarded
     body = {"kind": RUN_KIND, "identity": identity, "config": config_json}
     write_json(cfg_path, body)
 
