@@ -96,6 +96,12 @@ class GradeConfig:
     grade_timeout: float = _f(5.0, "seconds per graded item")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|env|default"})
 
+    def __post_init__(self) -> None:
+        check_range("chunk_samples", self.chunk_samples, 1)
+        check_range("resamples", self.resamples, 1)
+        check_range("confidence", self.confidence, 0.0, 1.0, low_open=True, high_open=True)
+        check_range("grade_timeout", self.grade_timeout, 0.0, low_open=True)
+
 
 @dataclass(frozen=True)
 class TaskResult:
