@@ -160,7 +160,7 @@ def finalize_task(task_dir: Path, ids: list[str], ks: tuple[int, ...], *, task: 
 
 def run_eval(config: EvalConfig) -> EvalResult:
     """Sample n completions per problem for every task, grade them, write the tables (resumable)."""
-    from benchctl.results.eval_loop import evaluate_task, make_engine_factory
+    from benchctl.results.eval_loop import LazyEngine, evaluate_task
 
     if not config.tasks:
         raise BenchctlError("no task given; e.g. --tasks math500,aime24")
@@ -172,7 +172,7 @@ def run_eval(config: EvalConfig) -> EvalResult:
     tasks = [get_task(name) for name in config.tasks]  # unknown names fail before anything is written
     store.prepare_run_dir(out, config_record(config, n_resolved=n, model_resolved=model.path, out_resolved=str(out)),
                           identity, config.overwrite)
-    engine = make_engine_factory(model, config)
+    engine = LazyEngine(model, config)
     results = [evaluate_task(task, out, model, n, config, engine) for task in tasks]
     store.write_overall_summary(out)
     return EvalResult(out, model.name, tuple(results))

@@ -16,11 +16,10 @@ from benchctl.results.runs import ResolvedModel
 
 
 class LazyEngine:
-    """Builds `benchctl.engine.Engine` on first use; counts generate calls and prompts (reported, and tested)."""
+    """Builds `benchctl.engine.Engine` on first use, so a fully resumed run never starts vLLM."""
 
     def __init__(self, model: ResolvedModel, config) -> None:
         self.model, self.config, self._engine = model, config, None
-        self.prompts_sampled = 0
 
     def get(self):
         if self._engine is None:
@@ -30,11 +29,6 @@ class LazyEngine:
         return self._engine
 
 
-def make_engine_factory(model: ResolvedModel, config) -> LazyEngine:
-    """A lazily built engine for `model` with the eval config's seed and context length."""
-    return LazyEngine(model, config)
-
-
 def _sampling(config, n: int):
     from benchctl.engine import SamplingConfig
 
@@ -42,12 +36,18 @@ def _sampling(config, n: int):
                           max_tokens=config.max_tokens, seed=config.seed)
 
 
-def _grade_and_write(task, parts: store.SampleParts, batch: list, config) -> None:
-    """batch: [(problem, [Sample, ...])] -> one part with every sample graded by `task.grade`."""
-    rows = [tables.SampleRow(p.id, j, s.text, s.num_tokens, s.finish_reason)
-            for p, samples in batch for j, s in enumerate(samples)]
-    owners = [p for p, samples in batch for _ in samples]
+def write_graded_part(task, parts: store.SampleParts, groups: list, config) -> None:
+    """groups: [(problem, [SampleRow, ...])] -> one part with every sample graded by `task.grade`
+    (shared by `benchctl eval` and `benchctl grade`)."""
+    rows = [row for _, problem_rows in groups for row in problem_rows]
+    owners = [problem for problem, problem_rows in groups for _ in problem_rows]
     parts.append(tables.graded_table(task, rows, owners, workers=config.grade_workers, timeout=config.grade_timeout))
+
+
+def _grade_and_write(task, parts: store.SampleParts, batch: list, config) -> None:
+    """batch: [(problem, [Sample, ...])] from the engine -> one graded part."""
+    write_graded_part(task, parts, [(p, [tables.SampleRow(p.id, j, s.text, s.num_tokens, s.finish_reason)
+                                         for j, s in enumerate(samples)]) for p, samples in batch], config)
 
 
 def sample_missing(task, todo: list, parts: store.SampleParts, n: int, config, engine: LazyEngine) -> None:
@@ -66,7 +66,6 @@ def sample_missing(task, todo: list, parts: store.SampleParts, n: int, config, e
         if len(samples) != n:
             raise BenchctlError(f"engine returned {len(samples)} samples for one prompt, expected n={n}")
         batch.append((todo[index], samples))
-        engine.prompts_sampled += 1
         if len(batch) == chunk:
             _grade_and_write(task, parts, batch, config)
             batch = []

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 from benchctl.errors import BenchctlError
+from benchctl.results.eval_loop import write_graded_part
 from benchctl.results import store, tables
 from benchctl.tasks import get_task
 
@@ -95,6 +96,6 @@ def _grade_in_chunks(task, parts: store.SampleParts, groups: list, config) -> No
 
 
 def _write(task, parts, batch, config) -> None:
-    rows = [tables.SampleRow(p.id, j, text) for p, texts in batch for j, text in enumerate(texts)]
-    owners = [p for p, texts in batch for _ in texts]
-    parts.append(tables.graded_table(task, rows, owners, workers=config.grade_workers, timeout=config.grade_timeout))
+    """batch: [(problem, [completion, ...])] from the samples file -> one graded part."""
+    write_graded_part(task, parts, [(p, [tables.SampleRow(p.id, j, text) for j, text in enumerate(texts)])
+                                    for p, texts in batch], config)
