@@ -175,6 +175,11 @@ def _context_length(cfg: EngineConfig) -> int:
     return int(getattr(config, "max_position_embeddings", 0) or 0)
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first line of a vLLM error (at most 300 characters), for a one-line BenchctlError."""
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
 def _start_llm(cfg: EngineConfig):
     """A new in-process `vllm.LLM` for `cfg`; any start-up failure becomes one BenchctlError line."""
     vllm = _import_vllm()
@@ -202,7 +207,7 @@ def _start_llm(cfg: EngineConfig):
     try:
         return vllm.LLM(str(local) if local.exists() else cfg.model, **kwargs)
     except Exception as exc:  # noqa: BLE001 - any vLLM start failure is reported as one line
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        first = _first_line(exc)
         raise BenchctlError(f"could not start vLLM on model {cfg.model!r}: {type(exc).__name__}: {first}") from exc
 
 
@@ -326,7 +331,7 @@ class Engine:
         try:
             ids = self.llm.enqueue([prompts[i] for i in indices], params, use_tqdm=False)
         except _request_errors() as exc:  # e.g. a prompt longer than max_model_len
-            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            first = _first_line(exc)
             raise BenchctlError(f"prompts {indices.start}..{indices.stop - 1} rejected by vLLM: {first}") from exc
         # enqueue returns internal ids "<counter>-<random>"; outputs carry the external "<counter>"
         return [rid.partition("-")[0] for rid in ids]
