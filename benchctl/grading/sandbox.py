@@ -42,7 +42,7 @@ Not covered:
   `filesystem_isolated`, `privileges_dropped`) and `notes` say what held;
 - as root with `isolate_filesystem=False`, privileges are kept when the interpreter's stdlib is not readable by
   other users (here: pyenv under /root, mode 0700) - recorded in `notes`;
-- kernel exploits, side channels, reading world-readable files outside `hide_paths` (e.g. /etc, /usr), and
+- kernel exploits, side channels, reading world-readable files in the system directories left visible (`SYSTEM_DIRS`: /etc, /usr, /var, ...), and
   anything a container or VM boundary would be needed for;
 - total memory across a fork bomb is up to max_processes x memory_bytes, plus the tmpfs sizes (no cgroup);
 - a run's wall clock includes interpreter start-up (~20-50 ms).
@@ -74,6 +74,27 @@ _counter = itertools.count()
 _counter_lock = threading.Lock()
 
 
+# Top-level directories a Python program needs to run (system libraries, /etc, device and kernel views);
+# every other top-level directory (home dirs, /work, /opt, a CI checkout under /check, data mounts, ...) is
+# hidden.  /tmp, /var/tmp, /dev/shm and /run/lock become private tmpfs instead (`private_tmp`).
+SYSTEM_DIRS = frozenset(
+    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys", "run", "var", "tmp"}
+)
+ALWAYS_HIDE = ("/root", "/home", "/work", "/srv", "/mnt", "/media", "/opt", "/data")
+
+
+def default_hide_paths(root: str = "/") -> tuple[str, ...]:
+    """Every top-level directory outside `SYSTEM_DIRS`, so benchmark files, the repository and home dirs are out
+    of sight wherever they live (a fixed list missed a checkout under /check); `ALWAYS_HIDE` is kept in case
+    `root` cannot be listed."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        names = []
+    found = {os.path.join(root, n) for n in names if n not in SYSTEM_DIRS}
+    return tuple(sorted(found | set(ALWAYS_HIDE)))
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """Resource limits and isolation switches of one sandboxed run."""
@@ -91,7 +112,7 @@ class SandboxLimits:
     drop_privileges: bool = field(default=True, metadata={"help": "[root] run the child as a fresh per-run uid"})
     isolate_processes: bool = field(default=True, metadata={"help": "PID namespace: all die with the run"})
     hide_paths: tuple[str, ...] = field(
-        default=("/root", "/home", "/work", "/srv", "/mnt", "/media", "/opt", "/data"),
+        default_factory=lambda: default_hide_paths(),
         metadata={"help": "directories replaced by an empty read-only tmpfs (the interpreter's stdlib stays)"},
     )
     private_tmp: tuple[str, ...] = field(

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from benchctl.errors import BenchctlError
-from benchctl.grading.sandbox import SandboxLimits, _pids_of_uid, run_python
+from benchctl.grading.sandbox import ALWAYS_HIDE, SandboxLimits, _pids_of_uid, default_hide_paths, run_python
 from benchctl.grading.sandbox_protocol import parse_channel
 
 FAST = SandboxLimits()
@@ -318,3 +318,12 @@ def test_every_covered_claim_names_an_existing_test():
         assert len(names) >= 5, module.__name__
         missing = [n for n in names if not any(f"def {n}(" in src for src in sources.values())]
         assert missing == [], (module.__name__, missing)
+
+
+def test_default_hide_paths_cover_every_non_system_top_level_dir(tmp_path):
+    for name in ("usr", "etc", "tmp", "check", "scratch"):
+        (tmp_path / name).mkdir()
+    hidden = default_hide_paths(str(tmp_path))
+    assert {str(tmp_path / "check"), str(tmp_path / "scratch")} <= set(hidden)  # a CI checkout anywhere
+    assert not {str(tmp_path / n) for n in ("usr", "etc", "tmp")} & set(hidden)  # the system stays usable
+    assert set(ALWAYS_HIDE) <= set(hidden)
