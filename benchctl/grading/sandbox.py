@@ -42,8 +42,8 @@ Not covered:
   `filesystem_isolated`, `privileges_dropped`) and `notes` say what held;
 - as root with `isolate_filesystem=False`, privileges are kept when the interpreter's stdlib is not readable by
   other users (here: pyenv under /root, mode 0700) - recorded in `notes`;
-- kernel exploits, side channels, reading world-readable files in the system directories left visible (`SYSTEM_DIRS`: /etc, /usr, /var, ...), and
-  anything a container or VM boundary would be needed for;
+- kernel exploits, side channels, reading world-readable files in the system directories left visible
+  (`SYSTEM_DIRS`: /etc, /usr, /var, ...), and anything a container or VM boundary would be needed for;
 - total memory across a fork bomb is up to max_processes x memory_bytes, plus the tmpfs sizes (no cgroup);
 - a run's wall clock includes interpreter start-up (~20-50 ms).
 """
@@ -112,7 +112,7 @@ class SandboxLimits:
     drop_privileges: bool = field(default=True, metadata={"help": "[root] run the child as a fresh per-run uid"})
     isolate_processes: bool = field(default=True, metadata={"help": "PID namespace: all die with the run"})
     hide_paths: tuple[str, ...] = field(
-        default_factory=lambda: default_hide_paths(),
+        default_factory=default_hide_paths,
         metadata={"help": "directories replaced by an empty read-only tmpfs (the interpreter's stdlib stays)"},
     )
     private_tmp: tuple[str, ...] = field(
