@@ -54,6 +54,7 @@ class SamplingConfig:
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling mass in (0, 1]"})
     max_tokens: int = field(default=1024, metadata={"help": "generated tokens per sample (capped by max_model_len)"})
     seed: int = field(default=0, metadata={"help": "base seed; prompt i samples with prompt_seed(seed, i)"})
+    logprobs: bool = field(default=False, metadata={"help": "return each sampled token's log-probability"})
 
     def __post_init__(self) -> None:
         check_range("n", self.n, 1)
@@ -70,6 +71,9 @@ class Sample:
     text: str
     num_tokens: int  # generated tokens, stop token included when the model emitted one
     finish_reason: str  # "stop" (EOS / stop string) | "length" (max_tokens or max_model_len reached)
+    token_ids: tuple[int, ...] = ()  # the generated token ids (stop token included), for a trainer
+    prompt_token_ids: tuple[int, ...] = ()  # the prompt as vLLM tokenised it (one tuple shared by a group)
+    logprobs: tuple[float, ...] | None = None  # log-probability of each generated token (SamplingConfig.logprobs)
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,10 @@ class EngineConfig:
     )
     enforce_eager: bool | None = field(default=None, metadata={"help": "no compilation; None = True on CPU"})
     gpu_memory_utilization: float = field(default=0.85, metadata={"help": "GPU memory fraction (GPU only)"})
+    logprobs_mode: str = field(
+        default="raw_logprobs",
+        metadata={"help": "raw_logprobs (before temperature/top-p) | processed_logprobs (of the sampling distribution)"},
+    )
 
     def __post_init__(self) -> None:
         if self.max_model_len is not None:
@@ -94,6 +102,9 @@ class EngineConfig:
         check_range("gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, low_open=True)
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise BenchctlError(f"dtype={self.dtype!r} is not valid; choose one of: auto, bfloat16, float16, float32")
+        if self.logprobs_mode not in ("raw_logprobs", "processed_logprobs"):
+            raise BenchctlError(f"logprobs_mode={self.logprobs_mode!r} is not valid; choose raw_logprobs or "
+                                "processed_logprobs")
 
 
 def prompt_seed(seed: int, index: int | str) -> int:
@@ -192,6 +203,7 @@ def _start_llm(cfg: EngineConfig):
         dtype=resolve_dtype(cfg),
         enforce_eager=on_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
         gpu_memory_utilization=cfg.gpu_memory_utilization,
+        logprobs_mode=cfg.logprobs_mode,
     )
     if cfg.max_model_len is not None:
         kwargs["max_model_len"] = cfg.max_model_len
@@ -251,9 +263,9 @@ class Engine:
 
     def __init__(self, model: str | Path, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "auto",
                  kv_cache_gib: float | None = None, enforce_eager: bool | None = None,
-                 gpu_memory_utilization: float = 0.85) -> None:
+                 gpu_memory_utilization: float = 0.85, logprobs_mode: str = "raw_logprobs") -> None:
         self.config = EngineConfig(str(model), seed, max_model_len, dtype, kv_cache_gib, enforce_eager,
-                                   gpu_memory_utilization)
+                                   gpu_memory_utilization, logprobs_mode)
         check_model(self.config.model)
         key = tuple(sorted(vars(self.config).items()))
         if key not in _LLMS:
@@ -308,8 +320,7 @@ class Engine:
                     for out in engine.step():
                         index = index_of.pop(out.request_id, None) if out.finished else None
                         if index is not None:
-                            done[index] = [Sample(c.text, len(c.token_ids), str(c.finish_reason))
-                                           for c in out.outputs]
+                            done[index] = _samples(out)
                             bar.advance(done[index])
                     while emitted in done:
                         yield emitted, done.pop(emitted)
@@ -325,7 +336,8 @@ class Engine:
 
         params = [
             SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
-                           max_tokens=sampling.max_tokens, seed=prompt_seed(sampling.seed, keys[i]))
+                           max_tokens=sampling.max_tokens, seed=prompt_seed(sampling.seed, keys[i]),
+                           logprobs=0 if sampling.logprobs else None)
             for i in indices
         ]
         try:
@@ -355,6 +367,17 @@ class Engine:
         llm.collective_rpc("reload_weights")
         llm.apply_model(repack_cpu_embeddings)
         llm.reset_prefix_cache()
+
+
+def _samples(out) -> list[Sample]:
+    """A finished vLLM `RequestOutput` -> its samples; logprobs are those of the sampled tokens."""
+    prompt = tuple(out.prompt_token_ids or ())
+    samples = []
+    for c in out.outputs:
+        ids = tuple(c.token_ids)
+        logprobs = None if c.logprobs is None else tuple(step[t].logprob for step, t in zip(c.logprobs, ids))
+        samples.append(Sample(c.text, len(ids), str(c.finish_reason), ids, prompt, logprobs))
+    return samples
 
 
 def repack_cpu_embeddings(model) -> None:
