@@ -89,6 +89,7 @@ class EngineConfig:
     )
     enforce_eager: bool | None = field(default=None, metadata={"help": "no compilation; None = True on CPU"})
     gpu_memory_utilization: float = field(default=0.85, metadata={"help": "GPU memory fraction (GPU only)"})
+    sleep_mode: bool = field(default=False, metadata={"help": "GPU: allow sleep()/wake_up() around a colocated update"})
     logprobs_mode: str = field(
         default="raw_logprobs",
         metadata={"help": "raw_logprobs (before temperature/top-p) | processed_logprobs (of the sampling distribution)"},
@@ -205,6 +206,8 @@ def _start_llm(cfg: EngineConfig):
         gpu_memory_utilization=cfg.gpu_memory_utilization,
         logprobs_mode=cfg.logprobs_mode,
     )
+    if cfg.sleep_mode and not on_cpu:
+        kwargs["enable_sleep_mode"] = True
     if cfg.max_model_len is not None:
         kwargs["max_model_len"] = cfg.max_model_len
     if on_cpu:
@@ -263,9 +266,10 @@ class Engine:
 
     def __init__(self, model: str | Path, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "auto",
                  kv_cache_gib: float | None = None, enforce_eager: bool | None = None,
-                 gpu_memory_utilization: float = 0.85, logprobs_mode: str = "raw_logprobs") -> None:
+                 gpu_memory_utilization: float = 0.85, logprobs_mode: str = "raw_logprobs",
+                 sleep_mode: bool = False) -> None:
         self.config = EngineConfig(str(model), seed, max_model_len, dtype, kv_cache_gib, enforce_eager,
-                                   gpu_memory_utilization, logprobs_mode)
+                                   gpu_memory_utilization, sleep_mode, logprobs_mode)
         check_model(self.config.model)
         key = tuple(sorted(vars(self.config).items()))
         if key not in _LLMS:
@@ -361,12 +365,29 @@ class Engine:
         self.llm.reset_prefix_cache()
         _DIRTY.add(self._key)
 
+    def sleep(self) -> None:
+        """GPU sleep mode: offload the weights and free the KV cache while a colocated trainer updates the
+        policy (`wake_up` before the next `load_weights`); a no-op unless built with `sleep_mode` on a GPU."""
+        if self.config.sleep_mode and not _on_cpu():
+            self.llm.sleep(level=1)
+
+    def wake_up(self) -> None:
+        """Undo `sleep` (no-op where `sleep` is)."""
+        if self.config.sleep_mode and not _on_cpu():
+            self.llm.wake_up()
+
     @staticmethod
     def _reload_from_disk(llm) -> None:
         """Weights back to the model folder's checkpoint."""
         llm.collective_rpc("reload_weights")
         llm.apply_model(repack_cpu_embeddings)
         llm.reset_prefix_cache()
+
+
+def _on_cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
 
 
 def _samples(out) -> list[Sample]:

@@ -158,22 +158,28 @@ def finalize_task(task_dir: Path, ids: list[str], ks: tuple[int, ...], *, task: 
     return summary
 
 
-def run_eval(config: EvalConfig) -> EvalResult:
-    """Sample n completions per problem for every task, grade them, write the tables (resumable)."""
+def run_eval(config: EvalConfig, engine=None) -> EvalResult:
+    """Sample n completions per problem for every task, grade them, write the tables (resumable).
+
+    `engine`: an already running `benchctl.engine.Engine` to sample from as it is (a trainer's colocated engine,
+    holding the current policy's weights); `config.model` then only names the model in tables and config.json.
+    """
     from benchctl.results.eval_loop import LazyEngine, evaluate_task
+    from benchctl.results.runs import ResolvedModel
 
     if not config.tasks:
         raise BenchctlError("no task given; e.g. --tasks math500,aime24")
     n = config.resolved_n()
-    model = resolve_model(config.model)
+    model = resolve_model(config.model) if engine is None else ResolvedModel(config.model, Path(config.model).name,
+                                                                              "engine")
     out = Path(config.out) if config.out else default_out_dir(model)
     identity = {"model": model.path, "n": n, "temperature": config.temperature, "top_p": config.top_p,
                 "max_tokens": config.max_tokens, "seed": config.seed, "max_model_len": config.max_model_len}
     tasks = [get_task(name) for name in config.tasks]  # unknown names fail before anything is written
     store.prepare_run_dir(out, config_record(config, n_resolved=n, model_resolved=model.path, out_resolved=str(out)),
                           identity, config.overwrite)
-    engine = LazyEngine(model, config)
-    results = [evaluate_task(task, out, model, n, config, engine) for task in tasks]
+    lazy = LazyEngine(model, config, ready=engine)
+    results = [evaluate_task(task, out, model, n, config, lazy) for task in tasks]
     store.write_overall_summary(out)
     return EvalResult(out, model.name, tuple(results))
 

@@ -18,8 +18,8 @@ from benchctl.results.runs import ResolvedModel
 class LazyEngine:
     """Builds `benchctl.engine.Engine` on first use, so a fully resumed run never starts vLLM."""
 
-    def __init__(self, model: ResolvedModel, config) -> None:
-        self.model, self.config, self._engine = model, config, None
+    def __init__(self, model: ResolvedModel, config, ready=None) -> None:
+        self.model, self.config, self._engine = model, config, ready  # ready: an Engine already running
 
     def get(self):
         if self._engine is None:

@@ -209,3 +209,78 @@ def truncate_after(run: Path, step: int) -> None:
     for part_step, path in rollout_parts(run):
         if part_step > step:
             path.unlink(missing_ok=True)
+
+
+# ---- run folder life cycle (the trainer's side) -------------------------------------------------------------
+
+def create_run(run: Path, record: Mapping[str, Mapping]) -> None:
+    """Start RUN/config.json; an existing non-empty folder is refused and left untouched."""
+    run = Path(run)
+    if run.exists() and (not run.is_dir() or any(run.iterdir())):
+        hint = "continue it with --resume" if (run / "config.json").is_file() else "choose another --out"
+        raise BenchctlError(f"run folder {run} already exists and is not empty; {hint}")
+    write_config(run, record)
+
+
+def write_config(run: Path, record: Mapping[str, Mapping]) -> None:
+    """RUN/config.json = {"kind": TRAIN_KIND, "config": record}, atomically (also after a resume changed it)."""
+    import json
+
+    body = json.dumps({"kind": TRAIN_KIND, "config": dict(record)}, indent=2, sort_keys=True, default=str)
+    write_atomic(Path(run) / "config.json", lambda tmp: tmp.write_text(body + "\n"))
+
+
+def read_config(run: Path) -> dict[str, dict]:
+    """{key: {"value", "source"}} of a training run; one-line BenchctlError for anything else."""
+    import json
+
+    path = Path(run) / "config.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BenchctlError(f"{run} is not a training run folder (no config.json)") from None
+    except (OSError, ValueError) as exc:
+        raise BenchctlError(f"{path} is unreadable ({type(exc).__name__})") from None
+    if not isinstance(data, dict) or data.get("kind") != TRAIN_KIND or not isinstance(data.get("config"), dict):
+        raise BenchctlError(f"{run} is not a benchctl training run (config.json kind is not {TRAIN_KIND})")
+    return data["config"]
+
+
+def checkpoint_scratch(run: Path, step: int) -> Path:
+    """An empty temporary sibling of checkpoints/step-N to build the checkpoint in."""
+    import os
+    import shutil
+
+    path = checkpoint_dir(run, step).with_name(f".step-{step:06d}.{os.getpid()}.tmp")
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def commit_checkpoint(run: Path, scratch: Path, step: int, keep: int = 2) -> Path:
+    """Rename a finished scratch folder to checkpoints/step-N, point `latest` at it, keep the newest `keep`."""
+    import os
+    import shutil
+
+    final = checkpoint_dir(run, step)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(scratch, final)
+    mark_latest_checkpoint(run, step)
+    done = sorted(p for p in final.parent.glob("step-*") if re.fullmatch(r"step-\d+", p.name))
+    for old in done[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def discard_after(run: Path, step: int) -> None:
+    """Resume: drop everything a killed run logged after checkpoint `step` (metrics, rollouts, evals,
+    newer checkpoint folders, half-written temporaries)."""
+    import shutil
+
+    truncate_after(run, step)
+    for folder in (Path(run) / "eval", Path(run) / "checkpoints"):
+        for path in folder.glob("*"):
+            match = re.fullmatch(r"step-(\d+)", path.name)
+            if (match and int(match.group(1)) > step) or path.name.endswith(".tmp"):
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
