@@ -1,0 +1,74 @@
+"""`benchctl train`: parse options, build a `TrainConfig` (defaults < recipe < --config file < flags), call
+`benchctl.trainers.train`. Only options given on the command line count as flags (source `flag`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+Opt = typer.Option
+
+
+def train_command(
+    model: Annotated[Optional[str], Opt("--model", help="tiny (embedded default), HF folder, hub id, or run folder.")] = None,
+    task: Annotated[Optional[str], Opt("--task", help="Training task (default arith), or a JSON Lines task file.")] = None,
+    estimator: Annotated[Optional[str], Opt("--estimator", help="Advantage estimator (benchctl estimators).")] = None,
+    sets: Annotated[Optional[list[str]], Opt("--set", help="Estimator hyperparameter key=value (repeatable; base=NAME).")] = None,
+    recipe: Annotated[Optional[str], Opt("--recipe", help="dapo | dr_grpo | gspo (spec §6).")] = None,
+    config: Annotated[Optional[str], Opt("--config", help="YAML file with any of these settings; flags override it.")] = None,
+    group_size: Annotated[Optional[int], Opt("--group-size", "-G", help="Rollouts per prompt (default 8).")] = None,
+    prompts_per_step: Annotated[Optional[int], Opt("--prompts-per-step", help="Prompts per step (default 16).")] = None,
+    steps: Annotated[Optional[int], Opt("--steps", help="Training steps (default 40).")] = None,
+    token_budget: Annotated[Optional[int], Opt("--token-budget", help="Stop after this many rollout tokens.")] = None,
+    lr: Annotated[Optional[float], Opt("--lr", help="AdamW learning rate (default 2e-4).")] = None,
+    loss_agg: Annotated[Optional[str], Opt("--loss-agg", help="seq-mean-token-mean | token-mean | "
+                                           "seq-mean-token-sum-norm | token-mean-nondegenerate.")] = None,
+    clip_low: Annotated[Optional[float], Opt("--clip-low", help="Lower ratio clip (default 0.2).")] = None,
+    clip_high: Annotated[Optional[float], Opt("--clip-high", help="Upper ratio clip (default 0.2).")] = None,
+    kl_coef: Annotated[Optional[float], Opt("--kl-coef", help="k3 KL coefficient to the initial policy.")] = None,
+    epochs: Annotated[Optional[int], Opt("--epochs", help="Passes over each rollout batch.")] = None,
+    mini_batches: Annotated[Optional[int], Opt("--mini-batches", help="Optimizer steps per epoch.")] = None,
+    max_tokens: Annotated[Optional[int], Opt("--max-tokens", help="New tokens per rollout (arith: 8, else 1024).")] = None,
+    temperature: Annotated[Optional[float], Opt("--temperature", help="Rollout temperature (default 1.0).")] = None,
+    seed: Annotated[Optional[int], Opt("--seed", help="Seed (data order, sampling, mini-batches).")] = None,
+    eval_every: Annotated[Optional[int], Opt("--eval-every", help="Held-out eval every N steps (0 = off).")] = None,
+    eval_task: Annotated[Optional[str], Opt("--eval-task", help="Held-out task (default: the training task).")] = None,
+    save_every: Annotated[Optional[int], Opt("--save-every", help="Checkpoint every N steps (default 10).")] = None,
+    data_dir: Annotated[Optional[str], Opt("--data-dir", envvar="BENCHCTL_DATA_DIR", help="Local benchmark folder.")] = None,
+    device: Annotated[Optional[str], Opt("--device", help="auto | cpu | cuda.")] = None,
+    out: Annotated[Optional[str], Opt("--out", help="Run folder (default results/train/<model>-<estimator>-G<G>-s<seed>).")] = None,
+    resume: Annotated[Optional[str], Opt("--resume", help="Continue RUN from its latest checkpoint.")] = None,
+    progress: Annotated[bool, Opt("--progress/--no-progress", help="Live display on stderr (a terminal only).")] = True,
+):
+    """Train a policy with an advantage estimator on a task: rollouts from vLLM, clipped policy-gradient updates,
+    live diagnostics, checkpoints and exact resume. Writes a run folder that `benchctl eval --model RUN` reads."""
+    given = {k: v for k, v in locals().items() if v is not None and k not in ("sets", "config", "progress")}
+    from benchctl.trainers import build_config, train
+    from benchctl.trainers.config import parse_set, read_config_file
+    from benchctl.trainers.display import make_display
+
+    if sets:
+        given["estimator_params"] = parse_set(sets)
+    if not progress:
+        given["progress"] = False
+    cfg = build_config(read_config_file(config) if config else None, given)
+    result = train(cfg, display=make_display(cfg.progress, f"train {cfg.estimator} on {cfg.task}", cfg.steps))
+    _summary(result, cfg.eval_task or cfg.task)
+    if result.interrupted:
+        raise typer.Exit(130)
+
+
+def _summary(result, task: str) -> None:
+    last = result.metrics[-1] if result.metrics else {}
+    evals = {k: v for k, v in last.items() if k.startswith("eval/pass@") and not k.endswith(("_low", "_high"))}
+    parts = [f"{result.steps} steps", f"reward {last.get('reward/mean', float('nan')):.3f}"]
+    parts += [f"{k[5:]} {v:.3f}" for k, v in evals.items()]
+    state = "stopped (checkpoint written)" if result.interrupted else "done"
+    typer.echo(f"{state}: {', '.join(parts)} -> {result.run}")
+    typer.echo(f"evaluate it: benchctl eval --model {result.run} --tasks {task} --k 1..16")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `train` to the root app."""
+    app.command("train")(train_command)

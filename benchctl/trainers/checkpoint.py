@@ -1,0 +1,69 @@
+"""Checkpoints with everything an exact resume needs, written atomically (`benchctl.results.train_run`).
+
+    step-N/model/       the policy as an HF folder (config, safetensors, tokenizer files), loadable by vLLM
+    step-N/trainer.pt   optimizer, scheduler and RNG states (torch, numpy, python)
+    step-N/state.json   TrainState (step, data position, counters, every metrics row so far), estimator state
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchctl.results import train_run
+
+_WEIGHT_FILES = (".safetensors", ".bin", ".pt", ".pth", ".msgpack", ".h5")
+
+
+def export_model(model, source: str, out: Path) -> None:
+    """`model` as an HF folder at `out`: its config and weights, plus the source's tokenizer/generation files."""
+    out.mkdir(parents=True, exist_ok=True)
+    src = Path(source)
+    if src.is_dir():
+        for path in src.iterdir():
+            skip = path.name.endswith(_WEIGHT_FILES) or path.name.endswith(".index.json") or path.name == "config.json"
+            if path.is_file() and not skip:
+                shutil.copy2(path, out / path.name)
+    else:  # a hub id: the tokenizer's own files
+        from transformers import AutoTokenizer
+
+        AutoTokenizer.from_pretrained(source).save_pretrained(str(out))
+    model.save_pretrained(str(out), safe_serialization=True)
+
+
+def save(run: Path, state, *, model, source: str, optimizer, scheduler, estimator) -> Path:
+    """Write checkpoint `state.step` into a scratch folder, then rename it into place and move `latest`."""
+    scratch = train_run.checkpoint_scratch(run, state.step)
+    export_model(model, source, scratch / "model")
+    torch.save({
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+    }, scratch / "trainer.pt")
+    body = {"train_state": dataclasses.asdict(state), "estimator": estimator.state_dict()}
+    (scratch / "state.json").write_text(json.dumps(body, default=float) + "\n")
+    return train_run.commit_checkpoint(run, scratch, state.step)
+
+
+def load(path: Path, *, optimizer, scheduler, estimator) -> dict[str, Any]:
+    """Restore optimizer, scheduler, RNG and estimator state from checkpoint `path`; returns
+    the stored TrainState fields. The policy weights are loaded from `path/model` by the caller."""
+    blob = torch.load(path / "trainer.pt", map_location="cpu", weights_only=False)
+    optimizer.load_state_dict(blob["optimizer"])
+    scheduler.load_state_dict(blob["scheduler"])
+    torch.set_rng_state(blob["rng"]["torch"])
+    np.random.set_state(blob["rng"]["numpy"])
+    random.setstate(blob["rng"]["python"])
+    if blob["rng"].get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(blob["rng"]["cuda"])
+    body = json.loads((path / "state.json").read_text())
+    estimator.load_state_dict(body["estimator"])
+    return body["train_state"]

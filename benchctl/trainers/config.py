@@ -1,0 +1,269 @@
+"""`TrainConfig`: every setting of `benchctl train`, the recipes of spec §6, and how a config is resolved.
+
+Precedence [our choice, like most CLIs]: defaults < `--recipe` < `--config FILE.yaml` < flags. Each resolved value
+keeps its source (`default`, `recipe`, `file`, `flag`, `derived`), written to RUN/config.json (style item 11).
+Every invalid value or combination raises one `BenchctlError` line before any work starts (`validate`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from benchctl.errors import BenchctlError, check_range
+
+LOSS_AGGS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm", "token-mean-nondegenerate")
+RATIO_LEVELS = ("token", "sequence")
+DEVICES = ("auto", "cpu", "cuda")
+
+# Spec §6: what each recipe sets.  A later source (file, flag) still overrides a recipe value.
+RECIPES: dict[str, dict[str, Any]] = {
+    "dapo": {"estimator": "grpo", "loss_agg": "token-mean", "clip_low": 0.2, "clip_high": 0.28,
+             "dynamic_sampling": True, "kl_coef": 0.0},
+    "dr_grpo": {"estimator": "dr_grpo", "loss_agg": "seq-mean-token-sum-norm"},
+    "gspo": {"ratio": "sequence", "clip_low": 3e-4, "clip_high": 4e-4},
+}
+# Run settings a resumed run may change (more steps, other eval/save cadence); every other key must match.
+RESUMABLE_CHANGES = ("steps", "token_budget", "eval_every", "eval_task", "eval_n", "eval_k", "eval_limit",
+                     "save_every", "resume", "out", "progress", "threads")
+
+
+def _f(default, help_text: str, **kw):
+    return field(default=default, metadata={"help": help_text}, **kw)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run. Defaults on `tiny`/`arith` are a short real experiment (a few minutes on 2 CPU cores)."""
+
+    model: str = _f("tiny", "tiny (embedded default), a local HF folder, a hub id, or a run folder to continue from")
+    task: str = _f("arith", "training task name, or a JSON Lines task file in the math schema (id, problem, answer)")
+    data_dir: str | None = _f(None, "local benchmark folder; None -> $BENCHCTL_DATA_DIR / hub")
+    estimator: str = _f("grpo", "advantage estimator (benchctl estimators)")
+    estimator_params: Mapping[str, Any] = _f(None, "estimator hyperparameters (--set key=value; base=NAME)")
+    recipe: str | None = _f(None, f"recipe of spec §6: {', '.join(RECIPES)}")
+    group_size: int = _f(8, "rollouts per prompt (G)")
+    prompts_per_step: int = _f(16, "prompts per step (groups per batch)")
+    steps: int = _f(40, "optimizer steps (one rollout batch each)")
+    token_budget: int | None = _f(None, "stop once this many rollout tokens were generated (equal-compute runs)")
+    lr: float = _f(2e-4, "AdamW learning rate")
+    warmup_steps: int = _f(0, "linear learning-rate warm-up steps, then constant")
+    weight_decay: float = _f(0.0, "AdamW weight decay")
+    max_grad_norm: float = _f(1.0, "gradient clipping by global norm (0 = off)")
+    loss_agg: str | None = _f(None, f"loss aggregation ({', '.join(LOSS_AGGS)}); None -> the estimator's default")
+    ratio: str = _f("token", "importance ratio: token (PPO/GRPO) or sequence (GSPO: exp(mean_t log ratio))")
+    clip_low: float = _f(0.2, "lower clip: ratio >= 1 - clip_low")
+    clip_high: float = _f(0.2, "upper clip: ratio <= 1 + clip_high (DAPO clip-higher: 0.28)")
+    kl_coef: float = _f(0.0, "k3 KL penalty to the frozen initial policy (0 = no reference model)")
+    epochs: int = _f(1, "passes over each rollout batch")
+    mini_batches: int = _f(1, "optimizer steps per epoch (the batch is split into this many mini-batches)")
+    dynamic_sampling: bool = _f(False, "DAPO: drop degenerate groups and sample more prompts until the batch is full")
+    max_sampling_rounds: int = _f(8, "dynamic sampling: most rollout rounds per step before training on fewer groups")
+    max_tokens: int | None = _f(None, "new tokens per rollout; None -> 8 for arith, else 1024")
+    temperature: float = _f(1.0, "rollout temperature (> 0); the policy's log-probs use the same temperature")
+    top_p: float = _f(1.0, "rollout nucleus top-p")
+    seed: int = _f(0, "seed: data order, per-prompt sampling seeds (seed, step, problem), mini-batch order")
+    eval_every: int = _f(0, "held-out evaluation every N steps and at the end (0 = off)")
+    eval_task: str | None = _f(None, "held-out task; None -> the training task's test split")
+    eval_n: int = _f(8, "held-out samples per problem")
+    eval_k: str = _f("1,8", "held-out k values (pass@k), each <= eval_n")
+    eval_limit: int | None = _f(200, "held-out problems (first N); None = all")
+    eval_temperature: float = _f(0.6, "held-out sampling temperature")
+    save_every: int = _f(10, "checkpoint every N steps (and at the end, and on Ctrl-C); 0 = only at the end")
+    skip_zero_advantage: bool = _f(True, "skip forward/backward of rows whose token advantages are all 0 (exact)")
+    device: str = _f("auto", "policy device: auto (cuda when present), cpu, cuda")
+    threads: int | None = _f(None, "torch threads for the policy's forward/backward; None -> all cores")
+    gpu_memory_utilization: float = _f(0.3, "GPU memory fraction for the colocated vLLM engine (GPU only)")
+    out: str | None = _f(None, "run folder; None -> results/train/<model>-<estimator>-G<G>-s<seed>")
+    resume: str | None = _f(None, "continue the run in this folder from its latest checkpoint")
+    progress: bool = _f(True, "live display on stderr")
+    sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> default|recipe|file|flag"})
+
+    def __post_init__(self) -> None:
+        if self.estimator_params is None:
+            object.__setattr__(self, "estimator_params", {})
+
+
+def resolved_max_tokens(cfg: TrainConfig) -> int:
+    """`max_tokens`, else 8 for arith (answers are at most 3 characters + EOS) and 1024 otherwise."""
+    if cfg.max_tokens is not None:
+        return cfg.max_tokens
+    return 8 if cfg.task == "arith" else 1024
+
+
+def field_names() -> list[str]:
+    return [f.name for f in dataclasses.fields(TrainConfig) if f.name != "sources"]
+
+
+def build_config(file_values: Mapping[str, Any] | None = None, flag_values: Mapping[str, Any] | None = None
+                 ) -> TrainConfig:
+    """defaults < recipe < file < flags -> a validated TrainConfig with a source per key.
+
+    With `resume`, the run's stored config is the base instead, and only `RESUMABLE_CHANGES` may differ from it.
+    """
+    file_values, flag_values = dict(file_values or {}), dict(flag_values or {})
+    names = field_names()
+    for origin, values in (("config file", file_values), ("flags", flag_values)):
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise BenchctlError(f"unknown setting {unknown[0]!r} in {origin}; valid: {', '.join(names)}")
+    resume = flag_values.get("resume", file_values.get("resume"))
+    if resume is not None:
+        return _resumed_config(str(resume), {**file_values, **flag_values})
+    recipe = flag_values.get("recipe", file_values.get("recipe"))
+    if recipe is not None and recipe not in RECIPES:
+        raise BenchctlError(f"unknown recipe {recipe!r}; choose one of: {', '.join(RECIPES)}")
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for origin, layer in (("recipe", RECIPES.get(recipe, {})), ("file", file_values), ("flag", flag_values)):
+        for key, value in layer.items():
+            values[key], sources[key] = value, origin
+    params = {**dict(file_values.get("estimator_params") or {}), **dict(flag_values.get("estimator_params") or {})}
+    if params:
+        values["estimator_params"] = params
+    cfg = TrainConfig(**values, sources=sources)
+    validate(cfg)
+    return cfg
+
+
+def _resumed_config(run: str, given: dict[str, Any]) -> TrainConfig:
+    """The stored config of `run` with the resumable settings in `given` applied."""
+    from benchctl.results.train_run import read_config
+
+    stored = read_config(Path(run))
+    values = {k: entry["value"] for k, entry in stored.items() if k in field_names()}
+    sources = {k: entry.get("source", "default") for k, entry in stored.items() if k in field_names()}
+    changed = [f"{k}={stored[k]['value']!r} (now {v!r})" for k, v in given.items()
+               if k not in RESUMABLE_CHANGES and k in stored and stored[k]["value"] != v]
+    if changed:
+        raise BenchctlError(f"--resume {run}: the run was made with {changed[0]}; only "
+                            f"{', '.join(RESUMABLE_CHANGES)} may change on resume")
+    for key, value in given.items():
+        values[key], sources[key] = value, "flag"
+    values["resume"], values["out"] = run, None
+    cfg = TrainConfig(**values, sources=sources)
+    validate(cfg)
+    return cfg
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A YAML mapping of TrainConfig keys (dashes or underscores); one-line errors for unreadable files."""
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BenchctlError(f"config file {p} does not exist") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BenchctlError(f"config file {p} is not valid YAML ({type(exc).__name__})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BenchctlError(f"config file {p} must hold a mapping of settings, got {type(data).__name__}")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """`--set key=value` items -> {key: value}, values read as YAML scalars (1.5 -> float, true -> bool)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise BenchctlError(f"--set {item!r} is not key=value (e.g. --set lambda_scale=1.5)")
+        try:
+            out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            out[key.strip()] = text
+    return out
+
+
+def validate(cfg: TrainConfig) -> None:
+    """Every range and combination check; the estimator is built once here so bad hyperparameters fail early."""
+    _check_types(cfg)
+    for name in ("group_size", "prompts_per_step", "steps", "epochs", "mini_batches", "max_sampling_rounds",
+                 "eval_n"):
+        check_range(name, getattr(cfg, name), 1)
+    for name in ("warmup_steps", "eval_every", "save_every", "seed", "weight_decay", "max_grad_norm", "kl_coef"):
+        check_range(name, getattr(cfg, name), 0)
+    check_range("lr", cfg.lr, 0, low_open=True)
+    check_range("temperature", cfg.temperature, 0, low_open=True)
+    check_range("eval_temperature", cfg.eval_temperature, 0)
+    check_range("top_p", cfg.top_p, 0, 1, low_open=True)
+    check_range("clip_low", cfg.clip_low, 0, 1, low_open=True, high_open=True)
+    check_range("clip_high", cfg.clip_high, 0, low_open=True)
+    check_range("gpu_memory_utilization", cfg.gpu_memory_utilization, 0, 1, low_open=True)
+    for name in ("max_tokens", "token_budget", "eval_limit", "threads"):
+        if getattr(cfg, name) is not None:
+            check_range(name, getattr(cfg, name), 1)
+    _check_choice("loss_agg", cfg.loss_agg, LOSS_AGGS, optional=True)
+    _check_choice("ratio", cfg.ratio, RATIO_LEVELS)
+    _check_choice("device", cfg.device, DEVICES)
+    _check_combinations(cfg)
+    build_estimator(cfg)
+
+
+def _check_types(cfg: TrainConfig) -> None:
+    for f in dataclasses.fields(TrainConfig):
+        value = getattr(cfg, f.name)
+        if f.name in ("sources", "estimator_params") or value is None:
+            continue
+        want = {"int": int, "float": (int, float), "bool": bool, "str": str}
+        kind = str(f.type).split(" |")[0]
+        expected = want.get(kind)
+        bad = expected is not None and (not isinstance(value, expected) or (kind != "bool" and isinstance(value, bool)))
+        if bad or (kind == "float" and not math.isfinite(value)):
+            raise BenchctlError(f"{f.name}={value!r} must be of type {kind}")
+    if not isinstance(cfg.estimator_params, Mapping):
+        raise BenchctlError(f"estimator_params must be a mapping of hyperparameters; got {cfg.estimator_params!r}")
+
+
+def _check_choice(name: str, value: Any, choices: tuple, optional: bool = False) -> None:
+    if (value is None and optional) or value in choices:
+        return
+    raise BenchctlError(f"{name}={value!r} is not valid; choose one of: {', '.join(choices)}")
+
+
+def _check_combinations(cfg: TrainConfig) -> None:
+    rows = cfg.group_size * cfg.prompts_per_step
+    if cfg.mini_batches > rows:
+        raise BenchctlError(f"mini_batches={cfg.mini_batches} exceeds the {rows} rollouts per step "
+                            "(prompts_per_step x group_size)")
+    if cfg.dynamic_sampling and cfg.group_size < 2:
+        raise BenchctlError("dynamic_sampling needs group_size >= 2 (a group of one is always degenerate)")
+    ks = parse_eval_ks(cfg.eval_k)
+    if cfg.eval_every and max(ks) > cfg.eval_n:
+        raise BenchctlError(f"eval_k={max(ks)} > eval_n={cfg.eval_n}: pass@k needs k <= n")
+
+
+def parse_eval_ks(text: str) -> tuple[int, ...]:
+    from benchctl.results.kspec import parse_ks
+
+    return parse_ks(str(text))
+
+
+def build_estimator(cfg: TrainConfig):
+    """The configured estimator (BenchctlError for an unknown name or hyperparameter)."""
+    from benchctl.estimators import get_estimator
+
+    params = dict(cfg.estimator_params)
+    return get_estimator(cfg.estimator, **params)
+
+
+def loss_agg(cfg: TrainConfig, estimator) -> str:
+    """`cfg.loss_agg`, else the estimator's default aggregation (spec §6)."""
+    return cfg.loss_agg if cfg.loss_agg is not None else estimator.loss_agg
+
+
+def config_record(cfg: TrainConfig, **derived: Any) -> dict:
+    """{key: {"value": v, "source": ...}} for every field, plus derived values (source 'derived')."""
+    record = {name: {"value": getattr(cfg, name), "source": cfg.sources.get(name, "default")}
+              for name in field_names()}
+    record["estimator_params"]["value"] = dict(cfg.estimator_params)
+    record.update({k: {"value": v, "source": "derived"} for k, v in derived.items()})
+    return record

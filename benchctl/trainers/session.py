@@ -1,0 +1,175 @@
+"""Everything a training run holds, built once (`open_session`): the one place where trainer state lives.
+
+`Session` bundles the immutable parts (config, task, problems, estimator, engine, model, optimizer) with the
+mutable `TrainState` (step, data position, counters, metrics so far). A resumed run restores the latest
+checkpoint: policy weights, optimizer, scheduler, RNG and estimator state, TrainState; then it discards what
+the killed run logged after that checkpoint and loads the policy's weights into the engine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchctl.errors import BenchctlError
+from benchctl.results import train_run
+from benchctl.trainers import checkpoint
+from benchctl.trainers.config import TrainConfig, build_estimator, config_record, loss_agg, resolved_max_tokens
+from benchctl.trainers.display import NullDisplay
+
+
+@dataclass
+class TrainState:
+    """What changes from step to step; saved whole in every checkpoint."""
+
+    step: int = 0  # last finished step
+    data_pos: int = 0  # prompts drawn so far (position in the seeded data order)
+    tokens_total: int = 0  # rollout tokens generated so far
+    samples_total: int = 0
+    metrics: list[dict[str, float]] = field(default_factory=list)  # every finished step's metrics row
+
+
+@dataclass
+class Session:
+    cfg: TrainConfig
+    run: Path
+    source: str  # the initial model (HF folder or hub id): engine start-up, reference policy, tokenizer files
+    task: Any
+    problems: list
+    eval_task: str | None
+    estimator: Any
+    agg: str
+    max_tokens: int
+    device: str
+    threads: int
+    model: Any
+    ref: Any
+    optimizer: Any
+    scheduler: Any
+    engine: Any
+    pad_id: int
+    state: TrainState
+    display: Any = field(default_factory=NullDisplay)
+    stop_requested: bool = False
+
+
+def train_task(name: str):
+    """The training task: a JSON Lines file, or a registered task (its `train` split when it has one)."""
+    import inspect
+
+    from benchctl.tasks import get_task
+    from benchctl.tasks.jsonl import JsonlMathTask, is_task_file
+
+    if is_task_file(name):
+        return JsonlMathTask(name)
+    task = get_task(name)
+    if "split" in inspect.signature(type(task).__init__).parameters:
+        return get_task(name, split="train")
+    return task
+
+
+def eval_task_name(cfg: TrainConfig) -> str | None:
+    """The held-out task (None when evaluation is off); the training task's default (test) split by default."""
+    from benchctl.tasks import get_task
+    from benchctl.tasks.jsonl import is_task_file
+
+    if not cfg.eval_every:
+        return None
+    name = cfg.eval_task or cfg.task
+    if cfg.eval_task is None and is_task_file(cfg.task):
+        raise BenchctlError("--eval-every needs --eval-task NAME when --task is a file (no held-out split)")
+    get_task(name)  # unknown names fail before any work
+    return name
+
+
+def default_run_dir(cfg: TrainConfig, model_name: str, label: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "-", f"{model_name}-{label}-G{cfg.group_size}-s{cfg.seed}").strip("-")
+    return Path("results") / "train" / slug
+
+
+@lru_cache(maxsize=4)
+def _order(seed: int, epoch: int, n: int) -> np.ndarray:
+    return np.random.default_rng([seed, epoch]).permutation(n)
+
+
+def draw(problems: list, seed: int, position: int):
+    """Problem at `position` of the data order: one seeded permutation per pass over the problems."""
+    epoch, index = divmod(position, len(problems))
+    return problems[int(_order(seed, epoch, len(problems))[index])]
+
+
+def open_session(cfg: TrainConfig) -> Session:
+    """Load data, model, engine; create the run folder, or restore it from its latest checkpoint."""
+    import torch
+
+    from benchctl.engine import Engine
+    from benchctl.results.runs import resolve_model
+    from benchctl.trainers.policy import default_threads, load_policy, resolve_device
+
+    estimator = build_estimator(cfg)
+    eval_name = eval_task_name(cfg)
+    task = train_task(cfg.task)
+    problems = task.load(cfg.data_dir)
+    model_ref = resolve_model(cfg.model)
+    run = Path(cfg.resume) if cfg.resume else Path(cfg.out or default_run_dir(cfg, model_ref.name, estimator.label))
+    record = config_record(cfg, estimator_label=estimator.label, model_resolved=model_ref.path, run=str(run),
+                           loss_agg_resolved=loss_agg(cfg, estimator), max_tokens_resolved=resolved_max_tokens(cfg))
+    ckpt = train_run.latest_checkpoint_step(run) if cfg.resume else None
+    if cfg.resume:
+        train_run.discard_after(run, ckpt or 0)
+        train_run.write_config(run, record)
+    else:
+        train_run.create_run(run, record)
+    device = resolve_device(cfg.device)
+    weights = str(train_run.checkpoint_dir(run, ckpt) / "model") if ckpt else model_ref.path
+    model = load_policy(weights, device)
+    ref = None
+    if cfg.kl_coef > 0:
+        ref = load_policy(model_ref.path, device).eval().requires_grad_(False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    warmup = max(1, cfg.warmup_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    engine = Engine(model_ref.path, seed=cfg.seed, logprobs_mode="processed_logprobs", sleep_mode=device == "cuda",
+                    gpu_memory_utilization=cfg.gpu_memory_utilization)
+    pad = engine.tokenizer.pad_token_id
+    session = Session(cfg, run, model_ref.path, task, problems, eval_name, estimator, loss_agg(cfg, estimator),
+                      resolved_max_tokens(cfg), device, cfg.threads or default_threads(), model, ref, optimizer,
+                      scheduler, engine, engine.tokenizer.eos_token_id if pad is None else pad, TrainState())
+    if ckpt:
+        restore(session, train_run.checkpoint_dir(run, ckpt))
+    return session
+
+
+def restore(s: Session, path: Path) -> None:
+    """Optimizer, scheduler, RNG, estimator and TrainState from checkpoint `path`; the engine gets the weights."""
+    from benchctl.trainers.policy import engine_state_dict
+
+    stored = checkpoint.load(path, optimizer=s.optimizer, scheduler=s.scheduler, estimator=s.estimator)
+    s.state = TrainState(**stored)
+    train_run.write_train_metrics(s.run, s.state.metrics)
+    s.engine.load_weights(engine_state_dict(s.model))
+
+
+def save_checkpoint(s: Session) -> Path:
+    return checkpoint.save(s.run, s.state, model=s.model, source=s.source, optimizer=s.optimizer,
+                           scheduler=s.scheduler, estimator=s.estimator)
+
+
+def export_final_model(s: Session) -> Path:
+    """RUN/model/: the final policy as an HF folder, built in a temporary sibling and renamed into place."""
+    import os
+    import shutil
+
+    final = s.run / "model"
+    scratch = s.run / f".model.{os.getpid()}.tmp"
+    shutil.rmtree(scratch, ignore_errors=True)
+    checkpoint.export_model(s.model, s.source, scratch)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(scratch, final)
+    return final
