@@ -1,42 +1,52 @@
-"""Shared fixtures: where the real benchmark files live.
+"""Shared fixtures: the benchmark data tests run on.
 
-In order: `$BENCHCTL_DATA_DIR`; `shared/benchmarks` beside the checkout (the project layout, and CI's); for a
-clone of a local checkout (`git clone . $(mktemp -d)`), `shared/benchmarks` beside the checkout it was cloned
-from (its `origin` remote).
+- `fixture_data_dir`: `tests/data/benchmarks/`, a small subset of the real files (tests/data/SOURCES.md), always
+  present. Every grader and task test that does not need a complete file runs on it, on every machine.
+- `benchmarks_dir`: the complete benchmark files, for tests about the data itself (row counts, every gold, every
+  MBPP reference). Looked for in `$BENCHCTL_DATA_DIR`, then `shared/benchmarks` beside the checkout (the project
+  layout, and CI's); when neither holds them the test is skipped with a reason that says where to put them.
 """
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+FIXTURE_DATA = REPO / "tests" / "data" / "benchmarks"
 
 
-def _origin_checkout() -> Path | None:
-    """The local folder this checkout was cloned from, if `origin` is a path (not a URL)."""
-    try:
-        url = subprocess.run(["git", "-C", str(REPO), "config", "--get", "remote.origin.url"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    url = url.removeprefix("file://")
-    return Path(url).resolve() if url and os.path.isabs(url) else None
-
-
-def _benchmarks_dir_candidates() -> list[Path]:
+def benchmarks_dir_candidates() -> list[Path]:
+    """Where the complete benchmark files are looked for, in order."""
     env = os.environ.get("BENCHCTL_DATA_DIR")
-    if env:
-        return [Path(env)]
-    origin = _origin_checkout()
-    return [REPO.parent / "shared" / "benchmarks"] + ([origin.parent / "shared" / "benchmarks"] if origin else [])
+    return ([Path(env)] if env else []) + [REPO.parent / "shared" / "benchmarks"]
+
+
+def find_benchmarks_dir() -> Path | None:
+    """The first candidate holding math500.jsonl that is not the test fixture, else None."""
+    for path in benchmarks_dir_candidates():
+        math500 = path / "math500.jsonl"
+        if math500.is_file() and path.resolve() != FIXTURE_DATA.resolve():
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def fixture_data_dir() -> Path:
+    return FIXTURE_DATA
 
 
 @pytest.fixture(scope="session")
 def benchmarks_dir() -> Path:
-    candidates = _benchmarks_dir_candidates()
-    for path in candidates:
-        if (path / "math500.jsonl").exists():
-            return path
-    pytest.fail(f"benchmark data not found at {', '.join(map(str, candidates))}; set BENCHCTL_DATA_DIR")
+    found = find_benchmarks_dir()
+    if found is None:
+        looked = ", ".join(str(path) for path in benchmarks_dir_candidates())
+        pytest.skip(f"complete benchmark files not found in {looked}: put them in DIR (`benchctl data pull --out DIR`) "
+                    f"and set BENCHCTL_DATA_DIR=DIR, or put shared/benchmarks beside the checkout")
+    return found
+
+
+@pytest.fixture(scope="session", params=["fixture", "complete"])
+def real_data_dir(request) -> Path:
+    """Both data sets in turn: the fixture (everywhere) and the complete files (skipped where absent)."""
+    return FIXTURE_DATA if request.param == "fixture" else request.getfixturevalue("benchmarks_dir")

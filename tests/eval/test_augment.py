@@ -63,7 +63,7 @@ def test_config_rejects_unknown_aspects():
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_mqr_through_the_engine_writes_a_loadable_task_file_and_counts_every_output(wide_tiny_model, tmp_path,
-                                                                                   benchmarks_dir):
+                                                                                   fixture_data_dir):
     import json
 
     from typer.testing import CliRunner
@@ -73,7 +73,7 @@ def test_mqr_through_the_engine_writes_a_loadable_task_file_and_counts_every_out
 
     out = tmp_path / "aug" / "math_train.jsonl"
     result = CliRunner().invoke(app, ["augment", "mqr", "--model", str(wide_tiny_model), "--out", str(out),
-                                      "--limit", "2", "--data-dir", str(benchmarks_dir), "--max-tokens", "48"])
+                                      "--limit", "2", "--data-dir", str(fixture_data_dir), "--max-tokens", "48"])
     assert result.exit_code == 0, (result.exit_code, repr(result.exception), result.stderr[-800:])
     stats = json.loads(out.with_name("math_train.jsonl.stats.json").read_text())
     counts = stats["counts"]
@@ -82,7 +82,7 @@ def test_mqr_through_the_engine_writes_a_loadable_task_file_and_counts_every_out
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == stats["rows"] == 2 + kept
     reloaded = get_task("math_train").load(out.parent)  # the output is a valid task file for --data-dir
-    originals = get_task("math_train").load(benchmarks_dir, limit=2)
+    originals = get_task("math_train").load(fixture_data_dir, limit=2)
     assert [p.id for p in reloaded[:2]] == [p.id for p in originals]
     for row in rows[2:]:
         aspect = row["source"].split(":", 1)[1]

@@ -18,6 +18,15 @@ def test_listing_counts_sizes_from_the_local_files(benchmarks_dir):
     assert "(missing)" not in result.output
 
 
+def test_listing_counts_the_rows_of_the_files_a_data_dir_holds(fixture_data_dir):
+    result = runner.invoke(app, ["tasks", "--data-dir", str(fixture_data_dir)])
+    assert result.exit_code == 0, result.output
+    rows = {name: next(line for line in result.output.splitlines() if f" {name} " in line)
+            for name in ("math500", "gsm8k", "mbpp", "aime25")}
+    assert " 50 " in rows["math500"] and " 10 " in rows["gsm8k"] and " 31 " in rows["mbpp"]
+    assert "30 (known)" in rows["aime25"] and "(missing)" in rows["aime25"]
+
+
 def test_listing_without_data_falls_back_to_known_sizes(tmp_path, monkeypatch):
     monkeypatch.delenv("BENCHCTL_DATA_DIR", raising=False)
     result = runner.invoke(app, ["tasks", "--data-dir", str(tmp_path)])

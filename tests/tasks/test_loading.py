@@ -39,14 +39,15 @@ def test_math_golds_are_non_empty_except_the_two_documented_math_train_rows(benc
             assert empty == (expected if name == "math_train" else [])
 
 
-def test_limit_returns_a_prefix(benchmarks_dir):
+def test_limit_returns_a_prefix(fixture_data_dir):
     task = get_task("math500")
-    assert task.load(benchmarks_dir, limit=7) == task.load(benchmarks_dir)[:7]
+    assert task.load(fixture_data_dir, limit=7) == task.load(fixture_data_dir)[:7]
 
 
-def test_env_var_data_dir_is_used_when_no_argument(benchmarks_dir, monkeypatch):
-    monkeypatch.setenv("BENCHCTL_DATA_DIR", str(benchmarks_dir))
-    assert len(get_task("aime24").load()) == 30
+def test_env_var_data_dir_is_used_when_no_argument(fixture_data_dir, monkeypatch):
+    monkeypatch.setenv("BENCHCTL_DATA_DIR", str(fixture_data_dir))
+    assert get_task("math500").load() == get_task("math500").load(fixture_data_dir)
+    assert len(get_task("math500").load()) == 50
 
 
 def test_missing_file_in_a_given_data_dir_is_a_one_line_error(tmp_path):
@@ -73,8 +74,8 @@ def test_bad_json_line_is_reported_with_its_line_number(tmp_path):
 
 # ---- hub row mapping: same golds as the SOURCES.md derivation of the local files ---------------------------------
 
-def test_math500_hub_row_maps_to_the_local_schema(benchmarks_dir):
-    local = json.loads((benchmarks_dir / "math500.jsonl").open().readline())
+def test_math500_hub_row_maps_to_the_local_schema(fixture_data_dir):
+    local = json.loads((fixture_data_dir / "math500.jsonl").open().readline())
     hub = {"problem": local["problem"], "solution": local["solution"], "answer": local["answer"],
            "subject": local["subject"], "level": local["level"], "unique_id": local["id"]}
     mapped = sources.map_math500(hub, 0)
@@ -108,23 +109,24 @@ def test_olympiad_hub_row_uses_qwen_gold_rule_and_joins_multi_answers():
     assert sources.map_olympiad({**row, "final_answer": ["$69$,$84$"]}, 0)["answer"] == "69, 84"
 
 
-def test_gsm8k_hub_row_takes_the_number_after_hashes_without_commas(benchmarks_dir):
-    local = [json.loads(line) for line in (benchmarks_dir / "gsm8k_test.jsonl").open()]
-    rows = [{"question": r["problem"], "answer": r["solution"]} for r in local[140:150]]
+def test_gsm8k_hub_row_takes_the_number_after_hashes_without_commas(fixture_data_dir):
+    local = [json.loads(line) for line in (fixture_data_dir / "gsm8k_test.jsonl").open()]  # lines 140-149
+    rows = [{"question": r["problem"], "answer": r["solution"]} for r in local]
     mapped = sources.map_rows(sources.map_gsm8k, rows)
-    assert [m["answer"] for m in mapped] == [r["answer"] for r in local[140:150]]
+    assert [m["answer"] for m in mapped] == [r["answer"] for r in local]
+    assert any("," in r["solution"].split("####")[-1] for r in local)  # gsm8k-test-146 has a thousands separator
 
 
-def test_hendrycks_hub_row_gold_is_the_last_box(benchmarks_dir):
-    local = json.loads((benchmarks_dir / "math_train.jsonl").open().readline())
+def test_hendrycks_hub_row_gold_is_the_last_box(fixture_data_dir):
+    local = json.loads((fixture_data_dir / "math_train.jsonl").open().readline())
     hub = {"problem": local["problem"], "solution": local["solution"], "type": local["subject"],
            "level": f"Level {local['level']}"}
     mapped = sources.map_hendrycks(hub, 0)
     assert (mapped["answer"], mapped["level"]) == (local["answer"], local["level"])
 
 
-def test_mbpp_hub_row_maps_to_the_local_schema(benchmarks_dir):
-    local = json.loads((benchmarks_dir / "mbpp.jsonl").open().readline())
+def test_mbpp_hub_row_maps_to_the_local_schema(fixture_data_dir):
+    local = json.loads((fixture_data_dir / "mbpp.jsonl").open().readline())
     hub = {"task_id": int(local["id"]), "text": local["prompt"], "code": local["code"],
            "test_list": local["test_list"], "test_setup_code": "", "challenge_test_list": []}
     mapped = sources.map_mbpp(hub, 0)
@@ -133,25 +135,25 @@ def test_mbpp_hub_row_maps_to_the_local_schema(benchmarks_dir):
 
 # ---- prompts ------------------------------------------------------------------------------------------------------
 
-def test_math_prompt_asks_for_step_by_step_and_a_box(benchmarks_dir):
+def test_math_prompt_asks_for_step_by_step_and_a_box(fixture_data_dir):
     task = get_task("math500")
-    problem = task.load(benchmarks_dir, limit=1)[0]
+    problem = task.load(fixture_data_dir, limit=1)[0]
     (message,) = task.messages(problem)
     assert message["role"] == "user" and problem.question.strip() in message["content"]
     assert message["content"].endswith("Please reason step by step, and put your final answer within \\boxed{}.")
     assert task.prompt_text(problem).startswith(message["content"])
 
 
-def test_mbpp_prompt_shows_every_test_and_asks_for_a_python_block(benchmarks_dir):
+def test_mbpp_prompt_shows_every_test_and_asks_for_a_python_block(fixture_data_dir):
     task = get_task("mbpp")
-    problem = task.load(benchmarks_dir, limit=1)[0]
+    problem = task.load(fixture_data_dir, limit=1)[0]
     text = task.messages(problem)[0]["content"]
     assert text.startswith("You are an expert Python programmer, and here is your task: ")
     assert all(test in text for test in problem.meta["test_list"]) and "```python" in text
 
 
-def test_mbpp_grade_runs_the_reference_solution_as_correct(benchmarks_dir):
+def test_mbpp_grade_runs_the_reference_solution_as_correct(fixture_data_dir):
     task = get_task("mbpp")
-    problems = task.load(benchmarks_dir, limit=2)
+    problems = task.load(fixture_data_dir, limit=2)
     verdicts = task.grade([(p, f"```python\n{p.meta['code']}\n```") for p in problems] + [(problems[0], "no code")])
     assert [v.reason for v in verdicts[:2]] == ["correct", "correct"] and not verdicts[2].correct
