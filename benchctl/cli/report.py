@@ -1,0 +1,54 @@
+"""`benchctl report` and `benchctl replay`: parse options, build a config, call the library.
+
+Library entry points: `benchctl.report.build_report(ReportConfig)`, `benchctl.replay.run_replay(ReplayConfig)`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from benchctl.cli.evaluate import _config, _print, _split
+
+
+def report_command(
+    ctx: typer.Context,
+    inputs: Annotated[list[str], typer.Argument(help="Run folders, results folders (index.parquet), or folders "
+                                                     "holding runs.", show_default=False)],
+    out: Annotated[Optional[str], typer.Option("--out", help="Write report.md/.html, parquet tables, plots here.")]
+    = None,
+    baseline: Annotated[str, typer.Option("--baseline", help="Arm to compare against (estimator_label, estimator "
+                                                             "or model); 'none' for no comparisons.")] = "grpo",
+    where: Annotated[Optional[list[str]], typer.Option("--where", help="Keep runs with key=value, key=v1,v2 or "
+                                                                      "key!=value (repeatable).")] = None,
+    group_by: Annotated[Optional[str], typer.Option("--group-by", help="Comma list of run columns that define "
+                                                    "an arm (default: estimator_label + varying columns).")] = None,
+    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Evaluated tasks to report (default: all).")]
+    = None,
+    k: Annotated[Optional[str], typer.Option("--k", help="k values to report (default: all), e.g. 1,4,16.")] = None,
+    confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
+    alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate (Holm).")] = 0.05,
+    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples (CIs, paired tests).")] = 10000,
+    rliable_reps: Annotated[int, typer.Option("--rliable-reps", help="rliable stratified-bootstrap reps.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+):
+    """Who beats the baseline, on which task, at which k, by how much (paired bootstrap, Holm), at what cost."""
+    from benchctl.report import ReportConfig, build_report
+    from benchctl.results.kspec import parse_ks
+
+    config = _config(ReportConfig, ctx, {"k": "ks"}, inputs=tuple(inputs), where=tuple(where or ()),
+                     baseline=None if baseline.lower() == "none" else baseline,
+                     group_by=_split(group_by or ""), tasks=_split(tasks or ""), ks=parse_ks(k) if k else ())
+    result = build_report(config)
+    for table in result.rich_tables():
+        _print(table)
+    for note in result.notes:
+        typer.echo(f"note: {note}")
+    if result.out is not None:
+        typer.echo(f"report: {result.out / 'report.html'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `report` to the root app."""
+    app.command("report")(report_command)

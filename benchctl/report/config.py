@@ -1,0 +1,77 @@
+"""`ReportConfig` (what `benchctl report` needs) and the `--where` filter syntax."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from benchctl.errors import BenchctlError, check_range
+
+
+def _f(default, help_text: str, **kw):
+    return field(default=default, metadata={"help": help_text}, **kw)
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Everything `benchctl report` needs; `sources` says where each value came from (flag/default)."""
+
+    inputs: tuple[str, ...] = _f((), "run folders, results folders with index.parquet, or folders holding runs")
+    out: str | None = _f(None, "output folder for report.md/.html, the parquet tables and plots; None -> print only")
+    baseline: str | None = _f("grpo", "arm to compare against (estimator_label, estimator or model); None -> no "
+                                      "comparisons")
+    where: tuple[str, ...] = _f((), "run filters key=value, key=v1,v2 (any of), key!=value; on run columns")
+    group_by: tuple[str, ...] = _f((), "run columns that define an arm; () -> estimator_label (or model) plus "
+                                       "the columns that vary across runs (model, recipe, group_size)")
+    tasks: tuple[str, ...] = _f((), "evaluated tasks to report; () -> every task found")
+    ks: tuple[int, ...] = _f((), "k values to report; () -> every k the evals hold")
+    confidence: float = _f(0.95, "two-sided CI level")
+    alpha: float = _f(0.05, "family-wise error rate for the Holm-corrected comparisons")
+    resamples: int = _f(10000, "bootstrap resamples for CIs and paired comparisons (p-values >= 1/(B+1))")
+    rliable_reps: int = _f(1000, "stratified-bootstrap repetitions for the rliable summary")
+    seed: int = _f(0, "bootstrap seed")
+    sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|default"})
+
+    def __post_init__(self) -> None:
+        check_range("confidence", self.confidence, 0.0, 1.0, low_open=True, high_open=True)
+        check_range("alpha", self.alpha, 0.0, 1.0, low_open=True, high_open=True)
+        check_range("resamples", self.resamples, 100)
+        check_range("rliable_reps", self.rliable_reps, 100)
+        if not self.inputs:
+            raise BenchctlError("no input given; pass run folders or a results folder (with index.parquet)")
+        for item in self.where:
+            parse_where(item)
+
+
+@dataclass(frozen=True)
+class Where:
+    """One filter: `key` equal (or not, `negate`) to any of `values` (compared as text, numbers normalised)."""
+
+    key: str
+    values: tuple[str, ...]
+    negate: bool = False
+
+    def matches(self, value) -> bool:
+        hit = _norm(value) in {_norm(v) for v in self.values}
+        return hit != self.negate
+
+
+def _norm(value) -> str:
+    if value is None:
+        return "none"
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text.lower() if text.lower() in ("none", "null", "true", "false") else text
+    return repr(int(number)) if number.is_integer() else repr(number)
+
+
+def parse_where(text: str) -> Where:
+    """`key=value`, `key=v1,v2`, `key!=value` -> Where; BenchctlError on any other form."""
+    negate = "!=" in text
+    key, sep, values = text.partition("!=" if negate else "=")
+    if not sep or not key.strip() or not values.strip():
+        raise BenchctlError(f"--where {text!r}: expected key=value, key=v1,v2 or key!=value "
+                            "(e.g. --where estimator=ha_dw)")
+    return Where(key.strip(), tuple(v.strip() for v in values.split(",")), negate)

@@ -1,0 +1,129 @@
+"""Render the report's tables: rich (terminal), markdown, and one self-contained HTML page (plots inline as
+base64 PNG).  Formatting only; the numbers come from `benchctl.report.stats` / `rl`."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+
+import pandas as pd
+
+
+def _num(value, digits: int = 1, scale: float = 100.0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{scale * value:.{digits}f}"
+
+
+def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
+    """The headline table: per (task, k, arm) pass@k [CI] over seeds, and the paired difference to the
+    baseline [CI] with its Holm-corrected p-value (percent points)."""
+    cmp = comparisons.set_index(["arm", "eval_task", "k"]) if not comparisons.empty else None
+    rows = []
+    for r in passk.sort_values(["eval_task", "k", "arm"]).itertuples():
+        row = {"task": r.eval_task, "k": r.k, "arm": r.arm, "seeds": r.seeds, "problems": r.problems,
+               "pass@k [CI]": f"{_num(r.pass_at_k)} [{_num(r.low)}, {_num(r.high)}]"}
+        c = cmp.loc[(r.arm, r.eval_task, r.k)] if cmp is not None and (r.arm, r.eval_task, r.k) in cmp.index \
+            else None
+        if c is not None:
+            mark = " *" if bool(c["significant"]) else ""
+            row["diff vs baseline [CI]"] = f"{_num(c['diff'], scale=100):>5} [{_num(c['low'])}, {_num(c['high'])}]"
+            row["p (Holm)"] = f"{c['p_holm']:.3g}{mark}"
+        else:
+            row["diff vs baseline [CI]"], row["p (Holm)"] = "", ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rliable_table(aggregates: pd.DataFrame, improvement: pd.DataFrame) -> pd.DataFrame:
+    """One row per (arm, k): each rliable aggregate as 'value [low, high]' (percent), and P(improvement)."""
+    if aggregates.empty:
+        return pd.DataFrame()
+    rows = {}
+    for r in aggregates.itertuples():
+        row = rows.setdefault((r.arm, r.k), {"arm": r.arm, "k": r.k, "runs": r.runs, "tasks": r.tasks})
+        row[r.metric] = f"{_num(r.value)} [{_num(r.low)}, {_num(r.high)}]"
+    for r in improvement.itertuples() if not improvement.empty else ():
+        if (r.arm, r.k) in rows:
+            row = rows[(r.arm, r.k)]
+            row["baseline"] = r.baseline
+            row["P(> baseline)"] = f"{r.probability_of_improvement:.2f} [{r.low:.2f}, {r.high:.2f}]"
+    return pd.DataFrame(list(rows.values())).fillna("")
+
+
+def rich_table(frame: pd.DataFrame, title: str):
+    """A rich Table of a small frame (every cell as text)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(title))
+    for col in frame.columns:
+        table.add_column(escape(str(col)), justify="left" if frame[col].dtype == object else "right", no_wrap=True)
+    for row in frame.itertuples(index=False):
+        table.add_row(*[escape(_cell(v)) for v in row])
+    return table
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """GitHub markdown table (pipes in cells escaped)."""
+    if frame.empty:
+        return "_(empty)_\n"
+    head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |"
+            for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def markdown_page(title: str, sections: list[tuple[str, str, pd.DataFrame | None]],
+                  figures: dict[str, bytes], notes: list[str]) -> str:
+    """sections: [(heading, text, table or None)]; figures are linked as plots/<name>.png."""
+    parts = [f"# {title}\n"]
+    for heading, text, table in sections:
+        parts.append(f"## {heading}\n\n{text}\n")
+        if table is not None:
+            parts.append(markdown_table(table))
+    parts += [f"## {name}\n\n![{name}](plots/{name}.png)\n" for name in figures]
+    if notes:
+        parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
+    return "\n".join(parts)
+
+
+def _html_table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "<p><em>(empty)</em></p>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+                   for row in frame.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
+        "font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+        "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;"
+        "margin:1em 0;border:1px solid #eee}p.note{color:#555;font-size:13px}")
+
+
+def html_page(title: str, sections: list[tuple[str, str, pd.DataFrame | None]], figures: dict[str, bytes],
+              notes: list[str]) -> str:
+    """One self-contained page: tables, then every figure as a data: URI (no external file is referenced)."""
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
+    for heading, text, table in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2><p class='note'>{html.escape(text)}</p>")
+        if table is not None:
+            parts.append(_html_table(table))
+    for name, png in figures.items():
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
+    if notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

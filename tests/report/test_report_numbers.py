@@ -1,0 +1,142 @@
+"""`benchctl report` numbers on hand-made run folders, checked against values computed by hand."""
+
+from math import comb
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchctl.errors import BenchctlError
+from benchctl.report import ReportConfig, build_report
+from benchctl.report.config import ReportConfig as Config
+from benchctl.report.stats import paired_difference
+
+from .fixtures import train_config, write_eval, write_matrix
+
+N = 4
+# correct samples per problem (3 problems, n = 4) for each (estimator, seed)
+COUNTS = {("grpo", 1): [1, 2, 0], ("grpo", 2): [2, 2, 1], ("ha_dw", 1): [3, 2, 1], ("ha_dw", 2): [4, 3, 1]}
+
+
+def _verdicts(counts):
+    return {f"q{i}": [j < c for j in range(N)] for i, c in enumerate(counts)}
+
+
+def _pass(c: int, k: int) -> float:
+    return 1.0 - comb(N - c, k) / comb(N, k)
+
+
+@pytest.fixture()
+def matrix(tmp_path):
+    cells = [(f"{est}-s{seed}", train_config(est, seed, params={"lambda_scale": 1.3} if est == "ha_dw" else {}),
+              _verdicts(c)) for (est, seed), c in COUNTS.items()]
+    write_matrix(tmp_path / "results", cells)
+    return tmp_path / "results"
+
+
+def _config(*inputs, **kw):
+    kw.setdefault("resamples", 2000)
+    kw.setdefault("rliable_reps", 200)
+    return ReportConfig(inputs=tuple(str(i) for i in inputs), **kw)
+
+
+def _hand_mean(est: str, k: int) -> float:
+    return float(np.mean([np.mean([_pass(c, k) for c in COUNTS[(est, s)]]) for s in (1, 2)]))
+
+
+def test_passk_is_the_mean_over_seeds_of_the_unbiased_estimator(matrix):
+    passk = build_report(_config(matrix)).tables["passk"].set_index(["arm", "k"])
+    for est in ("grpo", "ha_dw"):
+        for k in (1, 2, 4):
+            assert passk.loc[(est, k), "pass_at_k"] == pytest.approx(_hand_mean(est, k))
+            assert passk.loc[(est, k), "low"] <= passk.loc[(est, k), "pass_at_k"] <= passk.loc[(est, k), "high"]
+    assert passk.loc[("grpo", 1), "pass_at_k"] == pytest.approx((0.75 / 3 + 1.25 / 3) / 2)
+    seed_means = [np.mean([c / N for c in COUNTS[("grpo", s)]]) for s in (1, 2)]
+    assert passk.loc[("grpo", 1), "seed_std"] == pytest.approx(np.std(seed_means, ddof=1))
+    assert (passk["seeds"] == 2).all() and (passk["problems"] == 3).all()
+
+
+def test_paired_difference_to_baseline_matches_hand_values_and_holm_adjusts_all_ks(matrix):
+    cmp = build_report(_config(matrix)).tables["comparisons"].set_index("k")
+    assert list(cmp.index) == [1, 2, 4] and set(cmp["baseline"]) == {"grpo"}
+    for k in (1, 2, 4):
+        assert cmp.loc[k, "diff"] == pytest.approx(_hand_mean("ha_dw", k) - _hand_mean("grpo", k))
+    assert cmp.loc[1, "diff"] == pytest.approx(0.25)
+    p = cmp["p_value"].to_numpy()
+    order = np.argsort(p)
+    hand = np.minimum(1, np.maximum.accumulate(p[order] * np.array([3, 2, 1])))  # Holm step-down, m = 3
+    assert cmp["p_holm"].to_numpy()[order] == pytest.approx(hand)
+    assert cmp["p_holm"].ge(cmp["p_value"]).all()
+
+
+def test_identical_arms_differ_by_zero_and_are_not_significant():
+    a = np.array([0.1, 0.5, 0.9, 0.3])
+    diff, low, high, p = paired_difference(a, a.copy(), Config(inputs=("x",)))
+    assert (diff, low, high, p) == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_a_consistent_gain_over_many_problems_is_significant_and_its_ci_excludes_zero():
+    rng = np.random.default_rng(0)
+    base = rng.random(200) * 0.5
+    diff, low, high, p = paired_difference(base + 0.1 + rng.normal(0, 0.02, 200), base, Config(inputs=("x",)))
+    assert diff == pytest.approx(0.1, abs=0.01) and 0 < low < diff < high and p < 1e-3
+
+
+def test_rliable_iqm_of_two_runs_on_one_task_is_their_mean(matrix):
+    agg = build_report(_config(matrix)).tables["aggregates"]
+    row = agg[(agg["arm"] == "grpo") & (agg["k"] == 1) & (agg["metric"] == "IQM")].iloc[0]
+    assert row["value"] == pytest.approx(_hand_mean("grpo", 1))
+    assert (row["runs"], row["tasks"]) == (2, 1)
+    imp = build_report(_config(matrix)).tables["improvement"]
+    assert imp.iloc[0][["arm", "baseline"]].tolist() == ["ha_dw", "grpo"]
+    assert imp.iloc[0]["probability_of_improvement"] == pytest.approx(1.0)  # every ha_dw run beats every grpo run
+
+
+def test_cost_table_sums_phase_times_and_takes_the_final_token_count(matrix):
+    cost = build_report(_config(matrix)).tables["cost"].set_index("arm")
+    assert cost.loc["grpo", "steps"] == 3
+    assert cost.loc["grpo", "rollout_tokens"] == 300  # 100 tokens per step x 3 steps (fixture)
+    assert cost.loc["grpo", "time/step_s"] == pytest.approx(3 * 3.5)
+    assert cost.loc["ha_dw", "pass@1:arith"] == pytest.approx(_hand_mean("ha_dw", 1))
+
+
+def test_where_filters_runs_and_group_by_changes_the_arms(matrix):
+    only = build_report(_config(matrix, where=("estimator=ha_dw",), baseline=None)).tables["passk"]
+    assert set(only["arm"]) == {"ha_dw"}
+    by_seed = build_report(_config(matrix, group_by=("seed",), baseline=None)).tables["passk"]
+    assert set(by_seed["arm"]) == {"seed=1", "seed=2"}
+    est_param = build_report(_config(matrix, where=("est.lambda_scale=1.3",), baseline=None)).tables["passk"]
+    assert set(est_param["arm"]) == {"ha_dw"}
+    not_grpo = build_report(_config(matrix, where=("estimator!=grpo",), baseline=None)).tables["passk"]
+    assert set(not_grpo["arm"]) == {"ha_dw"}
+
+
+def test_plain_eval_folders_are_arms_named_by_model(tmp_path):
+    write_eval(tmp_path / "a", "arith", _verdicts([1, 2, 0]), model="base-model")
+    write_eval(tmp_path / "b", "arith", _verdicts([3, 2, 1]), model="tuned-model")
+    result = build_report(_config(tmp_path / "a", tmp_path / "b", baseline="base-model"))
+    cmp = result.tables["comparisons"]
+    assert cmp.iloc[0][["arm", "baseline"]].tolist() == ["tuned-model", "base-model"]
+    assert cmp.iloc[0]["diff"] == pytest.approx((6 - 3) / 12)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"where": ("nosuch=1",)}, "unknown column 'nosuch'"),
+    ({"where": ("estimator=nothing",)}, "no run left"),
+    ({"group_by": ("nosuch",)}, "unknown column"),
+])
+def test_bad_filters_name_the_problem(matrix, kwargs, message):
+    with pytest.raises(BenchctlError, match=message):
+        build_report(_config(matrix, **kwargs))
+
+
+def test_written_tables_are_plain_parquet_with_the_documented_columns(matrix, tmp_path):
+    result = build_report(_config(matrix, out=str(tmp_path / "rep")))
+    names = {p.name for p in result.files}
+    assert {"report.md", "report.html", "passk.parquet", "comparisons.parquet", "cost.parquet"} <= names
+    cmp = pd.read_parquet(tmp_path / "rep" / "comparisons.parquet")
+    assert list(cmp.columns) == ["arm", "baseline", "eval_task", "k", "arm_pass_at_k", "baseline_pass_at_k",
+                                 "diff", "low", "high", "p_value", "p_holm", "significant", "seeds", "problems"]
+    runs = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
+    assert {"arm", "estimator", "seed", "est.lambda_scale", "eval"} <= set(runs.columns)
+    assert "Holm" in (tmp_path / "rep" / "report.md").read_text()
