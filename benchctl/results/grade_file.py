@@ -24,7 +24,7 @@ def read_samples(path: Path, known_ids) -> dict[str, list[str]]:
     """problem id -> completions in file order; BenchctlError naming the first bad line."""
     by_problem: dict[str, list[str]] = {}
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, "rb")
     except OSError as exc:
         raise BenchctlError(f"--samples {path}: cannot read ({exc.strerror})") from None
     with handle:
@@ -32,7 +32,10 @@ def read_samples(path: Path, known_ids) -> dict[str, list[str]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError:
+                why = "not UTF-8 text (need JSON Lines with problem_id and completion)"
+                raise BenchctlError(f"{path} line {lineno}: {why}") from None
             except ValueError as exc:
                 raise BenchctlError(f"{path} line {lineno}: not JSON ({exc})") from None
             if not isinstance(obj, dict) or not isinstance(obj.get("problem_id"), str) \

@@ -39,7 +39,11 @@ class Mbpp(Task):
         self.known_size = SPLITS[split]
 
     def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
-        rows = [r for r in self._rows(data_dir) if self.split == "all" or r.get("split") == self.split]
+        every = self._rows(data_dir)
+        rows = [r for r in every if self.split == "all" or r.get("split") == self.split]
+        if every and not rows:
+            raise BenchctlError(f"no mbpp row has split {self.split!r} (rows need a 'split' field: "
+                                f"{', '.join(s for s in SPLITS if s != 'all')})")
         return [self._problem(r) for r in (rows if limit is None else rows[:limit])]
 
     def _rows(self, data_dir: Path | str | None) -> list[dict]:
@@ -59,6 +63,9 @@ class Mbpp(Task):
     @staticmethod
     def _problem(row: dict) -> Problem:
         keys = ("test_list", "test_setup_code", "challenge_test_list", "code", "split")
+        missing = [k for k in ("id", "prompt", "test_list") if k not in row]
+        if missing:
+            raise BenchctlError(f"mbpp row {row.get('id', '?')!r} lacks field(s) {', '.join(missing)}")
         return Problem(str(row["id"]), row["prompt"], "", {k: row.get(k) for k in keys})
 
     def size(self, data_dir: Path | str | None = None) -> int:

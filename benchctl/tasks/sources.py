@@ -38,18 +38,30 @@ class HubSource:
 
 
 def read_jsonl(path: Path, limit: int | None = None) -> list[Row]:
-    """Rows of a JSON Lines file (blank lines skipped); BenchctlError naming the line on bad JSON."""
+    """The JSON objects of a JSON Lines file (blank lines skipped); BenchctlError naming the file and line when a
+    line is not UTF-8, not JSON or not an object, and when the file holds no rows at all."""
     rows: list[Row] = []
-    with open(path, encoding="utf-8") as fh:
+    with open(path, "rb") as fh:
         for number, line in enumerate(fh, 1):
             if limit is not None and len(rows) >= limit:
                 break
             if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise BenchctlError(f"{path}:{number} is not valid JSON ({exc.msg})") from None
+                rows.append(_json_object(line, path, number))
+    if not rows:
+        raise BenchctlError(f"{path} is empty; expected JSON Lines, one object per line")
     return rows
+
+
+def _json_object(line: bytes, path: Path, number: int) -> Row:
+    try:
+        row = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BenchctlError(f"{path}:{number} is not UTF-8 text; expected JSON Lines, one object per line") from None
+    except json.JSONDecodeError as exc:
+        raise BenchctlError(f"{path}:{number} is not valid JSON ({exc.msg})") from None
+    if not isinstance(row, dict):
+        raise BenchctlError(f"{path}:{number} is a JSON {type(row).__name__}, not an object; one object per line")
+    return row
 
 
 def math_problem(row: Row) -> Problem:
