@@ -49,6 +49,26 @@ def report_command(
         typer.echo(f"report: {result.out / 'report.html'}")
 
 
+def replay_command(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Training run folder (with rollouts/).", show_default=False)],
+    estimators: Annotated[str, typer.Option("--estimators", help="Estimators to replay, e.g. "
+                                            "'grpo,ha_dw(lambda_scale=1.5),a_grae(base=dr_grpo)'.")] = "grpo",
+    out: Annotated[Optional[str], typer.Option("--out", help="Write replay_*.parquet and replay.png here.")] = None,
+    correct_above: Annotated[float, typer.Option("--correct-above", help="Correct when reward > this.")] = 0.0,
+    hard_below: Annotated[float, typer.Option("--hard-below", help="Hard prompt: group accuracy < this.")] = 0.5,
+):
+    """Re-score a run's logged rollouts with other estimators (state carried step by step): where each puts
+    its advantage mass (correct vs wrong, hard vs easy prompts, degenerate groups).  Seconds, no GPU."""
+    from benchctl.replay import ReplayConfig, run_replay
+
+    result = run_replay(_config(ReplayConfig, ctx))
+    _print(result.rich_table())
+    for path in result.files:
+        typer.echo(f"wrote {path}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add `report` to the root app."""
+    """Add `report` and `replay` to the root app."""
     app.command("report")(report_command)
+    app.command("replay")(replay_command)

@@ -39,8 +39,8 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _grid(n: int, width: float = 4.6, height: float = 3.4):
-    cols = min(n, 3)
+def _grid(n: int, width: float = 4.6, height: float = 3.4, max_cols: int = 3):
+    cols = min(n, max_cols)
     rows = (n + cols - 1) // cols
     fig, axes = _plt().subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
     for ax in axes.flat[n:]:
