@@ -51,6 +51,52 @@ def _show(info, est) -> None:
         console.print(f"- {escape(note)}")
 
 
+MARKDOWN_HEADER = """# Advantage estimators
+
+Generated from the estimator registry (docstrings and parameter dataclasses) by
+`benchctl estimators --markdown > docs/estimators.md`; do not edit by hand: `tests/cli/test_estimators_docs.py`
+fails when this file differs from what the command prints. Every formula cites the paper and equation it
+implements; "[our choice]" marks a decision the papers left open, and "Deviations" where we differ from a paper or
+its released code. Modifiers (`kind` modifier) reshape the advantage of any base estimator (`base=NAME`, default
+grpo) and use the base's loss aggregation. "spec §N" and "estimators-sources §N" name sections of the project's
+estimator specification and source notes, which these docstrings restate.
+"""
+
+
+def _cell(text) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    text = " ".join(text.split())
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def _markdown_section(info) -> list[str]:
+    lines = [f"## {info.name}", "", f"{info.description}", "", f"- **Kind:** {info.kind}",
+             f"- **Formula:** {_code(info.formula)}", f"- **Reference:** {' '.join(info.source.split())}",
+             f"- **Default loss aggregation:** {info.loss_agg or 'same as the base estimator'}"]
+    if info.token_scores:
+        lines.append(f"- **Token-level:** needs '{info.token_scores}' importance scores (`Estimator.token_advantages`)")
+    lines += ["", "| hyperparameter | default | help |", "|---|---|---|"]
+    lines += [f"| `{hp.name}` | `{_format_value(hp.default)}` | {_cell(hp.help)} |" for hp in info.hyperparameters]
+    if info.notes:
+        lines += ["", "Choices and deviations:", ""] + [f"- {' '.join(note.split())}" for note in info.notes]
+    return lines + [""]
+
+
+def markdown(infos) -> str:
+    """docs/estimators.md: an index table, then one section per estimator."""
+    lines = [MARKDOWN_HEADER, "| name | kind | reference | hyperparameters (defaults) |", "|---|---|---|---|"]
+    for info in infos:
+        params = ", ".join(f"{hp.name}={_format_value(hp.default)}" for hp in info.hyperparameters)
+        lines.append(f"| [`{info.name}`](#{info.name}) | {info.kind} | {info.reference} | {_cell(params or '-')} |")
+    lines.append("")
+    for info in infos:
+        lines += _markdown_section(info)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def _our_choices() -> str:
     from benchctl.estimators import list_estimators
 
@@ -67,12 +113,20 @@ def register(app: typer.Typer) -> None:
     )
 
     @sub.callback(invoke_without_command=True)
-    def listing(ctx: typer.Context) -> None:
+    def listing(
+        ctx: typer.Context,
+        as_markdown: Annotated[bool, typer.Option("--markdown", help="Print every estimator as Markdown "
+                                                  "(formula, defaults, reference, choices): docs/estimators.md.")]
+        = False,
+    ) -> None:
         """List every registered estimator: name, kind, hyperparameter defaults, reference."""
         if ctx.invoked_subcommand is None:
             from benchctl.estimators import list_estimators
 
-            Console().print(_listing_table(list_estimators()))
+            if as_markdown:
+                typer.echo(markdown(list_estimators()), nl=False)
+            else:
+                Console().print(_listing_table(list_estimators()))
 
     @sub.command("show")
     def show(
