@@ -10,6 +10,14 @@ import math
 import pandas as pd
 
 
+FIGURE_TITLES = {
+    "passk_curves": "pass@k curves (log k axis, 95% CI band over problems)",
+    "training_curves": "training curves (mean over runs of an arm, min-max band over seeds)",
+    "pass1_vs_rollout_tokens": "pass@1 against rollout tokens (equal-compute comparison)",
+    "rliable": "rliable: aggregates with stratified-bootstrap intervals, performance profile",
+}
+
+
 def _num(value, digits: int = 1, scale: float = 100.0) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -90,7 +98,7 @@ def markdown_page(title: str, sections: list[tuple[str, str, pd.DataFrame | None
         parts.append(f"## {heading}\n\n{text}\n")
         if table is not None:
             parts.append(markdown_table(table))
-    parts += [f"## {name}\n\n![{name}](plots/{name}.png)\n" for name in figures]
+    parts += [f"## {FIGURE_TITLES.get(name, name)}\n\n![{name}](plots/{name}.png)\n" for name in figures]
     if notes:
         parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
     return "\n".join(parts)
@@ -122,7 +130,8 @@ def html_page(title: str, sections: list[tuple[str, str, pd.DataFrame | None]], 
             parts.append(_html_table(table))
     for name, png in figures.items():
         data = base64.b64encode(png).decode("ascii")
-        parts.append(f"<h2>{html.escape(name)}</h2><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
+        heading = html.escape(FIGURE_TITLES.get(name, name))
+        parts.append(f"<h2>{heading}</h2><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
     if notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     parts.append("</body></html>")
