@@ -17,7 +17,6 @@ import numpy as np
 import pyarrow as pa
 
 from benchctl import metrics
-from benchctl.grading.verdict import Verdict
 
 SAMPLE_SCHEMA = pa.schema([
     ("problem_id", pa.string()), ("sample_index", pa.int32()), ("completion", pa.string()),
@@ -38,8 +37,9 @@ class SampleRow:
     finish_reason: str | None = None
 
 
-def sample_table(rows: Sequence[SampleRow], verdicts: Sequence[Verdict]) -> pa.Table:
-    """Rows + their verdicts -> a per-sample table in `SAMPLE_SCHEMA`."""
+def sample_table(rows: Sequence[SampleRow], verdicts: Sequence) -> pa.Table:
+    """Rows + their verdicts (objects with extracted, correct, reason, detail: `benchctl.grading.verdict.Verdict`)
+    -> a per-sample table in `SAMPLE_SCHEMA`."""
     cols = {
         "problem_id": [r.problem_id for r in rows], "sample_index": [r.sample_index for r in rows],
         "completion": [r.completion for r in rows], "extracted": [v.extracted for v in verdicts],
@@ -48,13 +48,6 @@ def sample_table(rows: Sequence[SampleRow], verdicts: Sequence[Verdict]) -> pa.T
         "finish_reason": [r.finish_reason for r in rows],
     }
     return pa.table(cols, schema=SAMPLE_SCHEMA)
-
-
-def graded_table(task, rows: Sequence[SampleRow], problems: Sequence, *, workers: int | None,
-                 timeout: float) -> pa.Table:
-    """Grade `rows` (row i answers `problems[i]`) with the task's own batched grader -> a per-sample table."""
-    verdicts = task.grade([(p, r.completion) for p, r in zip(problems, rows)], workers=workers, timeout=timeout)
-    return sample_table(rows, verdicts)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """The storage layer for train runs, eval folders and the matrix index: round trips, resume, discovery."""
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -8,6 +11,8 @@ from benchctl.errors import BenchctlError
 from benchctl.results import index, runinfo, train_run
 
 from .fixtures import train_config, write_eval, write_matrix, write_train_run
+
+PACKAGE = Path(__file__).resolve().parents[2] / "benchctl"
 
 def test_metrics_table_puts_step_first_then_documented_order_with_est_columns_after_acr(tmp_path):
     rows = [{"time/step": 1.0, "step": 1, "est/tau": 0.5, "reward/mean": 0.25, "acr/all": 0.1, "custom": 3}]
@@ -95,3 +100,13 @@ def test_eval_reader_reads_the_eval_layout_written_by_the_eval_tables(tmp_path):
     assert problems.column("c").to_pylist() == [2, 0]
     assert problems.column("pass@1").to_pylist() == pytest.approx([0.5, 0.0])
     assert pq.read_table(tmp_path / "summary.parquet").num_rows == 3
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "results").glob("*.py")), ids=lambda p: p.name)
+def test_storage_layer_imports_no_orchestration(path):
+    banned = ("benchctl.evaluation", "benchctl.trainers", "benchctl.report", "benchctl.replay", "benchctl.cli",
+              "benchctl.engine", "benchctl.matrix", "benchctl.tasks", "benchctl.grading")
+    tree = ast.parse(path.read_text())
+    modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+    modules += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in modules if m.startswith(banned)]

@@ -4,15 +4,21 @@ Memory is bounded by one chunk: `chunk_samples // n` prompts (at least one) are 
 as one parquet part before the next chunk starts, and the summary tables are built by streaming the parts back
 (`tables.collect_problem_stats`), keeping only the first max-k extracted answers per problem.
 The engine is built lazily: a fully resumed run (every problem already on disk) never loads the model.
+Grading (`graded_table`: the task's own batched grader) happens here too, so the storage layer never grades.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+import pyarrow as pa
+
 from benchctl.errors import BenchctlError
-from benchctl.results import store, tables
+from benchctl.evaluation.outcome import TaskResult, finalize_task
+from benchctl.results import store
 from benchctl.results.runs import ResolvedModel
+from benchctl.results.tables import SampleRow, sample_table
 
 
 class LazyEngine:
@@ -36,17 +42,24 @@ def _sampling(config, n: int):
                           max_tokens=config.max_tokens, seed=config.seed)
 
 
+def graded_table(task, rows: Sequence[SampleRow], problems: Sequence, *, workers: int | None,
+                 timeout: float) -> pa.Table:
+    """Grade `rows` (row i answers `problems[i]`) with the task's own batched grader -> a per-sample table."""
+    verdicts = task.grade([(p, r.completion) for p, r in zip(problems, rows)], workers=workers, timeout=timeout)
+    return sample_table(rows, verdicts)
+
+
 def write_graded_part(task, parts: store.SampleParts, groups: list, config) -> None:
     """groups: [(problem, [SampleRow, ...])] -> one part with every sample graded by `task.grade`
     (shared by `benchctl eval` and `benchctl grade`)."""
     rows = [row for _, problem_rows in groups for row in problem_rows]
     owners = [problem for problem, problem_rows in groups for _ in problem_rows]
-    parts.append(tables.graded_table(task, rows, owners, workers=config.grade_workers, timeout=config.grade_timeout))
+    parts.append(graded_table(task, rows, owners, workers=config.grade_workers, timeout=config.grade_timeout))
 
 
 def _grade_and_write(task, parts: store.SampleParts, batch: list, config) -> None:
     """batch: [(problem, [Sample, ...])] from the engine -> one graded part."""
-    write_graded_part(task, parts, [(p, [tables.SampleRow(p.id, j, s.text, s.num_tokens, s.finish_reason)
+    write_graded_part(task, parts, [(p, [SampleRow(p.id, j, s.text, s.num_tokens, s.finish_reason)
                                          for j, s in enumerate(samples)]) for p, samples in batch], config)
 
 
@@ -75,8 +88,6 @@ def sample_missing(task, todo: list, parts: store.SampleParts, n: int, config, e
 
 def evaluate_task(task, out: Path, model: ResolvedModel, n: int, config, engine: LazyEngine):
     """Resume-aware eval of one task: sample only problems without n stored samples, then write the tables."""
-    from benchctl.evaluation import TaskResult, finalize_task
-
     problems = task.load(config.data_dir, config.limit)
     ids = [p.id for p in problems]
     if len(set(ids)) != len(ids):

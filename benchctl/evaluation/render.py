@@ -1,4 +1,4 @@
-"""Rich rendering of summary tables (formatting only: the numbers come from `benchctl.results.tables`)."""
+"""Rich rendering of eval summary tables (formatting only: the numbers come from `benchctl.results.tables`)."""
 
 from __future__ import annotations
 

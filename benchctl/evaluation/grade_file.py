@@ -15,8 +15,11 @@ import shutil
 from pathlib import Path
 
 from benchctl.errors import BenchctlError
-from benchctl.results.eval_loop import write_graded_part
-from benchctl.results import store, tables
+from benchctl.evaluation.config import config_record
+from benchctl.evaluation.outcome import EvalResult, TaskResult, finalize_task
+from benchctl.evaluation.sampling import write_graded_part
+from benchctl.results import store
+from benchctl.results.tables import SampleRow
 from benchctl.tasks import get_task
 
 
@@ -62,8 +65,6 @@ def _ks_for(requested, n_min: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
 
 def grade_samples_file(config):
     """Grade `config.samples` for `config.task` and write the eval tables to `config.out`."""
-    from benchctl.evaluation import EvalResult, TaskResult, config_record, finalize_task
-
     task = get_task(config.task)
     path, out = Path(config.samples), Path(config.out)
     if not path.is_file():
@@ -100,5 +101,5 @@ def _grade_in_chunks(task, parts: store.SampleParts, groups: list, config) -> No
 
 def _write(task, parts, batch, config) -> None:
     """batch: [(problem, [completion, ...])] from the samples file -> one graded part."""
-    write_graded_part(task, parts, [(p, [tables.SampleRow(p.id, j, text) for j, text in enumerate(texts)])
+    write_graded_part(task, parts, [(p, [SampleRow(p.id, j, text) for j, text in enumerate(texts)])
                                     for p, texts in batch], config)
