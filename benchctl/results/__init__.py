@@ -1,1 +1,4 @@
-"""Result files of `benchctl eval` / `benchctl grade`: run-dir layout, tables, reports, resume."""
+"""Storage layer: run folders (eval, train), their tables, the matrix index; reading and writing only.
+
+Imports none of the orchestration (`benchctl.evaluation`, trainers, report, CLI); they call it.
+"""
