@@ -38,7 +38,7 @@ class ReportResult:
 
     def rich_tables(self) -> list:
         """The terminal view: the main table, the rliable aggregates and the cost table."""
-        from benchctl.report.render import rich_table
+        from benchctl.report.render import cost_view, rich_table
 
         out = [rich_table(self.tables["main"], "pass@k (percent) [95% CI]; diff vs baseline, paired; * = "
                                                 "significant after Holm")]
@@ -47,7 +47,7 @@ class ReportResult:
                                                           "bootstrap CI]; P(improvement) over the baseline"))
         cost = self.tables["cost"]
         if not cost.empty:
-            out.append(rich_table(cost, "cost (means over runs; seconds)"))
+            out.append(rich_table(cost_view(cost), "cost (means over runs; every phase in cost.parquet)"))
         return out
 
 

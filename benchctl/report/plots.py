@@ -67,7 +67,7 @@ def passk_curves(passk: pd.DataFrame) -> bytes | None:
 
 
 def _metric_panels(metrics: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
-    est = tuple(c for c in metrics.columns if c.startswith("est/"))
+    est = tuple(c for c in metrics.columns if c.startswith("est/") and not c.startswith("est/acr"))  # acr/*: own panel
     panels = [(t, tuple(c for c in cols if c in metrics)) for t, cols in TRAIN_PANELS]
     panels += [(c, (c,)) for c in est]
     return [(t, cols) for t, cols in panels if cols]

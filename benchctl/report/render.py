@@ -60,6 +60,28 @@ def rliable_table(aggregates: pd.DataFrame, improvement: pd.DataFrame) -> pd.Dat
     return pd.DataFrame(list(rows.values())).fillna("")
 
 
+def cost_view(cost: pd.DataFrame) -> pd.DataFrame:
+    """The terminal's cost table: arm, runs, steps, rollout tokens/samples, total / rollout / update seconds, pass@1
+    per task (the full table, every phase, is in cost.parquet and the page)."""
+    keep = ["arm", "runs", "steps", "rollout_tokens", "rollout_samples", "time/step_s", "time/rollout_s",
+            "time/update_s"] + [c for c in cost.columns if c.startswith("pass@1:")]
+    view = cost[[c for c in keep if c in cost.columns]].copy()
+    for col in ("rollout_tokens", "rollout_samples"):
+        if col in view:
+            view[col] = [_compact(v) for v in view[col]]
+    return view.rename(columns={"rollout_tokens": "tokens", "rollout_samples": "samples", "time/step_s": "total s",
+                                "time/rollout_s": "rollout s", "time/update_s": "update s"})
+
+
+def _compact(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f}{unit}"
+    return f"{value:.0f}"
+
+
 def rich_table(frame: pd.DataFrame, title: str):
     """A rich Table of a small frame (every cell as text)."""
     from rich.markup import escape
