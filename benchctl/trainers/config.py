@@ -46,10 +46,10 @@ class TrainConfig:
     estimator_params: Mapping[str, Any] = _f(None, "estimator hyperparameters (--set key=value; base=NAME)")
     recipe: str | None = _f(None, f"recipe of spec §6: {', '.join(RECIPES)}")
     group_size: int = _f(8, "rollouts per prompt (G)")
-    prompts_per_step: int = _f(16, "prompts per step (groups per batch)")
-    steps: int = _f(40, "optimizer steps (one rollout batch each)")
+    prompts_per_step: int = _f(32, "prompts per step (groups per batch)")
+    steps: int = _f(100, "optimizer steps (one rollout batch each)")
     token_budget: int | None = _f(None, "stop once this many rollout tokens were generated (equal-compute runs)")
-    lr: float = _f(2e-4, "AdamW learning rate")
+    lr: float | None = _f(None, "AdamW learning rate; None -> 5e-4 for tiny, 1e-6 otherwise")
     warmup_steps: int = _f(0, "linear learning-rate warm-up steps, then constant")
     weight_decay: float = _f(0.0, "AdamW weight decay")
     max_grad_norm: float = _f(1.0, "gradient clipping by global norm (0 = off)")
@@ -92,6 +92,14 @@ def resolved_max_tokens(cfg: TrainConfig) -> int:
     if cfg.max_tokens is not None:
         return cfg.max_tokens
     return 8 if cfg.task == "arith" else 1024
+
+
+def resolved_lr(cfg: TrainConfig) -> float:
+    """`lr`, else 5e-4 for the tiny model (measured: +15 points of arith pass@1 in 100 steps) and 1e-6
+    otherwise (the usual RLVR rate for billion-parameter models: DAPO, Dr.GRPO) [our choice]."""
+    if cfg.lr is not None:
+        return cfg.lr
+    return 5e-4 if cfg.model == "tiny" else 1e-6
 
 
 def field_names() -> list[str]:
@@ -191,7 +199,8 @@ def validate(cfg: TrainConfig) -> None:
         check_range(name, getattr(cfg, name), 1)
     for name in ("warmup_steps", "eval_every", "save_every", "seed", "weight_decay", "max_grad_norm", "kl_coef"):
         check_range(name, getattr(cfg, name), 0)
-    check_range("lr", cfg.lr, 0, low_open=True)
+    if cfg.lr is not None:
+        check_range("lr", cfg.lr, 0, low_open=True)
     check_range("temperature", cfg.temperature, 0, low_open=True)
     check_range("eval_temperature", cfg.eval_temperature, 0)
     check_range("top_p", cfg.top_p, 0, 1, low_open=True)

@@ -68,6 +68,8 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
     if display is not None:
         s.display = display
     with _stop_on_sigint(s), s.display:
+        if cfg.eval_every and s.state.step == 0:  # the starting point, for before/after comparisons
+            evaluate(s, 0)
         while s.state.step < cfg.steps and not _budget_spent(s) and not s.stop_requested:
             step = s.state.step + 1
             row = train_step(s, step)

@@ -19,7 +19,8 @@ import numpy as np
 from benchctl.errors import BenchctlError
 from benchctl.results import train_run
 from benchctl.trainers import checkpoint
-from benchctl.trainers.config import TrainConfig, build_estimator, config_record, loss_agg, resolved_max_tokens
+from benchctl.trainers.config import (TrainConfig, build_estimator, config_record, loss_agg, resolved_lr,
+                                      resolved_max_tokens)
 from benchctl.trainers.display import NullDisplay
 
 
@@ -118,7 +119,8 @@ def open_session(cfg: TrainConfig) -> Session:
     model_ref = resolve_model(cfg.model)
     run = Path(cfg.resume) if cfg.resume else Path(cfg.out or default_run_dir(cfg, model_ref.name, estimator.label))
     record = config_record(cfg, estimator_label=estimator.label, model_resolved=model_ref.path, run=str(run),
-                           loss_agg_resolved=loss_agg(cfg, estimator), max_tokens_resolved=resolved_max_tokens(cfg))
+                           loss_agg_resolved=loss_agg(cfg, estimator), max_tokens_resolved=resolved_max_tokens(cfg),
+                           lr_resolved=resolved_lr(cfg))
     ckpt = train_run.latest_checkpoint_step(run) if cfg.resume else None
     if cfg.resume:
         train_run.discard_after(run, ckpt or 0)
@@ -131,7 +133,7 @@ def open_session(cfg: TrainConfig) -> Session:
     ref = None
     if cfg.kl_coef > 0:
         ref = load_policy(model_ref.path, device).eval().requires_grad_(False)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     engine = Engine(model_ref.path, seed=cfg.seed, logprobs_mode="processed_logprobs", sleep_mode=device == "cuda",
