@@ -155,7 +155,8 @@ def cost_table(data: ReportData) -> pd.DataFrame:
     table.insert(0, "runs", per_run.groupby("arm").size())
     p1 = data.eval_curve
     if not p1.empty:
-        final = p1.sort_values("step", kind="stable").groupby(["run_id", "eval_task"]).tail(1).merge(data.runs[["run_id", "arm"]])
+        final = p1.sort_values("step", kind="stable").groupby(["run_id", "eval_task"]).tail(1)
+        final = final.merge(data.runs[["run_id", "arm"]], on="run_id")
         wide = final.pivot_table(index="arm", columns="eval_task", values="pass@1", aggfunc="mean")
         table = table.join(wide.add_prefix("pass@1:"))
     return table.reset_index()

@@ -31,7 +31,8 @@ def _install_chromium() -> str | None:
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         print("chromium missing and not installable here (need root and apt-get)")
         return None
-    for cmd in (["apt-get", "install", "-y", "chromium"], ["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
+    install = ["apt-get", "install", "-y", "chromium"]
+    for cmd in (install, ["apt-get", "update"], install):  # the package lists may be stale or absent
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
                               env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         if cmd[1] == "install" and done.returncode == 0:
