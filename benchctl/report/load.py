@@ -107,11 +107,12 @@ def _eval_curve_rows(run_id: int, path: Path, kind: str, metrics: pd.DataFrame |
     folders = [(-1, path)] if kind == EVAL_KIND else [(s, p) for s, p in list_evals(path)]
     rows = []
     for step, folder in folders:
-        step = int(metrics["step"].max()) if step is None and metrics is not None else (step if step else -1)
+        if step is None:  # eval/final: after the last logged step
+            step = int(metrics["step"].max()) if metrics is not None and len(metrics) else -1
         tokens = np.nan
         if metrics is not None and "rollout/tokens_total" in metrics and step >= 0:
             hit = metrics.loc[metrics["step"] <= step, "rollout/tokens_total"]
-            tokens = float(hit.iloc[-1]) if len(hit) else np.nan
+            tokens = float(hit.iloc[-1]) if len(hit) else 0.0  # step 0: before any rollout
         for task in eval_tasks(folder):
             p1 = read_eval_problems(folder, task).column("pass@1").to_numpy()
             rows.append({"run_id": run_id, "step": step, "tokens": tokens, "eval_task": task,

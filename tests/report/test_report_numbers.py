@@ -140,3 +140,18 @@ def test_written_tables_are_plain_parquet_with_the_documented_columns(matrix, tm
     runs = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
     assert {"arm", "estimator", "seed", "est.lambda_scale", "eval"} <= set(runs.columns)
     assert "Holm" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_eval_curve_places_periodic_and_final_evals_at_the_tokens_spent_by_then(tmp_path):
+    from benchctl.results.train_run import eval_dir
+
+    from .fixtures import write_train_run
+
+    run = tmp_path / "run"
+    write_train_run(run, train_config("grpo", 1), _verdicts([4, 4, 4]), steps=3, tokens_per_step=100)
+    write_eval(eval_dir(run, 0), "arith", _verdicts([0, 0, 0]))
+    write_eval(eval_dir(run, 2), "arith", _verdicts([2, 2, 2]))
+    curve = build_report(_config(run)).tables["eval_curve"].sort_values("step")
+    assert curve["step"].tolist() == [0, 2, 3]
+    assert curve["tokens"].tolist() == [0.0, 200.0, 300.0]
+    assert curve["pass@1"].tolist() == pytest.approx([0.0, 0.5, 1.0])
