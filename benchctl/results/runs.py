@@ -16,6 +16,7 @@ hub id with `/` replaced by `__`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,15 @@ class ResolvedModel:
 
 
 def _is_hf_folder(path: Path) -> bool:
-    return (path / "config.json").is_file()
+    """Has a config.json that is not a benchctl run folder's own (which carries a "kind" marker)."""
+    config = path / "config.json"
+    if not config.is_file():
+        return False
+    try:
+        data = json.loads(config.read_text())
+    except (OSError, ValueError):
+        return True  # unreadable: let the engine report it
+    return not (isinstance(data, dict) and str(data.get("kind", "")).startswith("benchctl-"))
 
 
 def _latest_checkpoint(run: Path) -> Path | None:
