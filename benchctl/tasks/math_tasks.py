@@ -44,6 +44,10 @@ class MathTask(Task):
         rows = load_rows(self, data_dir, limit)
         return [sources.math_problem(row) for row in rows]
 
+    def hub_rows(self, mirror: Path | None = None) -> list[dict]:
+        """Every row of the canonical hub dataset in the local schema (what `benchctl data pull` writes)."""
+        return sources.load_hub(self.hub, self.name, self.local_file, mirror)
+
     def prompt_text(self, problem: Problem) -> str:
         return f"{problem.question.strip()}\n{MATH_INSTRUCTION}\n\nSolution:"
 
@@ -74,7 +78,7 @@ def load_rows(task: Task, data_dir: Path | str | None, limit: int | None) -> lis
     """Common-schema rows from the local file when a data dir is given (error if the file is missing), else hub."""
     root = resolve_data_dir(data_dir)
     if root is None:
-        rows = sources.load_hub(task.hub, task.name, task.local_file)  # type: ignore[attr-defined]
+        rows = task.hub_rows()  # type: ignore[attr-defined]
         return rows if limit is None else rows[:limit]
     path = local_path(task.local_file, root)
     if path is None:

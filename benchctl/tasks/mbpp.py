@@ -53,11 +53,15 @@ class Mbpp(Task):
             if path is None:
                 raise BenchctlError(f"{root / self.local_file} not found; put mbpp.jsonl in the data dir")
             return sources.read_jsonl(path)
-        splits = ["prompt", "test", "validation", "train"] if self.split == "all" else [self.split]
+        return self.hub_rows()
+
+    def hub_rows(self, mirror: Path | None = None) -> list[dict]:
+        """The hub rows of this split (every split for "all", in file order) in the local schema, with `split`."""
+        splits = [s for s in SPLITS if s != "all"] if self.split == "all" else [self.split]
         rows = []
         for split in splits:
             source = sources.HubSource(HUB_DATASET, split, sources.map_mbpp, (HUB_CONFIG,))
-            rows += [{**row, "split": split} for row in sources.load_hub(source, self.name, self.local_file)]
+            rows += [{**row, "split": split} for row in sources.load_hub(source, self.name, self.local_file, mirror)]
         return rows
 
     @staticmethod

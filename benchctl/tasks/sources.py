@@ -27,6 +27,10 @@ from benchctl.tasks.base import DATA_DIR_ENV, Problem
 Row = dict[str, Any]
 
 
+class HubUnreachableError(BenchctlError):
+    """The hub's host does not resolve (no network)."""
+
+
 @dataclass(frozen=True)
 class HubSource:
     """A hub dataset split and the function that maps one of its rows to the common schema."""
@@ -73,24 +77,31 @@ def math_problem(row: Row) -> Problem:
         raise BenchctlError(f"math row {row.get('id', '?')!r} lacks field {exc.args[0]!r}") from None
 
 
-def load_hub(source: HubSource, task_name: str, local_file: str | None) -> list[Row]:
-    """All rows of the hub split in the common schema; BenchctlError (one line) when the hub is unreachable."""
+def load_hub(source: HubSource, task_name: str, local_file: str | None, mirror: Path | None = None) -> list[Row]:
+    """All rows of the hub split in the common schema; BenchctlError (one line) when the hub is unreachable.
+
+    `mirror`: a folder of local snapshots of hub datasets, `mirror/<org>/<name>` in the hub's own layout (data
+    files, README configs), read by `datasets` the same way instead of the network."""
     hint = f"pass --data-dir DIR (or set {DATA_DIR_ENV}) with {local_file}" if local_file else "check the network"
-    if not os.environ.get("HF_DATASETS_OFFLINE") and not _hub_resolves():
-        raise BenchctlError(f"cannot reach the Hugging Face hub to load {source.dataset} for task {task_name}; {hint}")
+    dataset = source.dataset if mirror is None else str(Path(mirror) / source.dataset)
+    if mirror is not None and not Path(dataset).is_dir():
+        raise BenchctlError(f"{dataset} not found: the mirror needs a snapshot of {source.dataset} for task {task_name}")
+    if mirror is None and not os.environ.get("HF_DATASETS_OFFLINE") and not _hub_resolves():
+        raise HubUnreachableError(f"cannot reach the Hugging Face hub to load {source.dataset} for task {task_name}; "
+                                  f"{hint}")
     try:
         import datasets
 
         rows: list[Row] = []
         for config in source.configs:
-            for row in datasets.load_dataset(source.dataset, config, split=source.split):
+            for row in datasets.load_dataset(dataset, config, split=source.split):
                 rows.append(source.mapper(dict(row), len(rows)))
         return rows
     except BenchctlError:
         raise
     except Exception as exc:  # noqa: BLE001 - network/cache/format errors of any kind become one line
         why = " ".join(str(exc).split())[:160]
-        raise BenchctlError(f"cannot load {source.dataset} for task {task_name} ({type(exc).__name__}: {why}); {hint}")
+        raise BenchctlError(f"cannot load {dataset} for task {task_name} ({type(exc).__name__}: {why}); {hint}")
 
 
 def _hub_resolves(timeout: float = 3.0) -> bool:
