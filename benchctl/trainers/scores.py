@@ -59,9 +59,9 @@ def _phi(logp: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
     return (logp * a).sum(dim=1) / a.sum(dim=1).clamp(min=1.0)
 
 
-def gradient_scores(model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, temperature: float
-                    ) -> torch.Tensor:
-    """|<dphi/de_t, e_t>| on reasoning tokens (N, T), 0 elsewhere (oar_g)."""
+def gradient_scores(model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, temperature: float,
+                    pad_id: int) -> torch.Tensor:
+    """|<dphi/de_t, e_t>| on reasoning tokens (N, T), 0 elsewhere (oar_g); `pad_id` unused (one signature)."""
     embed = model.get_input_embeddings()(batch.input_ids).detach().requires_grad_(True)  # (N, L, D)
     logp = gather_logprobs(completion_logits(model, batch, temperature, inputs_embeds=embed), batch.tokens)
     (grad,) = torch.autograd.grad(_phi(logp, answer.to(logp.device)).sum(), embed)
