@@ -9,6 +9,7 @@ profiles (`rliable.library.create_performance_profile`, fraction of runs with sc
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -19,6 +20,10 @@ from benchctl.report.config import ReportConfig
 from benchctl.report.load import ReportData
 
 TAUS = np.linspace(0.0, 1.0, 41)
+# rliable imports arch, whose numba JIT (for GARCH recursions, unused here) loads llvmlite; vLLM's CPU platform
+# later scans every loaded module and crashes on llvmlite's ctypes wrappers ("'_lib_fn_wrapper' object has no
+# attribute 'get'"), so a process that ran a report could not start an engine.  Keep numba out of arch.
+os.environ.setdefault("ARCH_DISABLE_NUMBA", "1")
 
 
 @dataclass

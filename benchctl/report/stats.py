@@ -79,12 +79,22 @@ def baseline_pairs(data: ReportData, baseline: str | None) -> list[tuple[str, st
     base_arms = {}
     for k_val, arm in zip(key[is_base], runs["arm"][is_base]):
         base_arms.setdefault(k_val, set()).add(arm)
+    if not is_base.any():
+        _note(data, f"--baseline {baseline} matches no run ({data.arm_column}/estimator/model); no comparisons")
     pairs = []
     for k_val, arm in sorted(set(zip(key[~is_base], runs["arm"][~is_base])), key=lambda x: x[1]):
         bases = base_arms.get(k_val, set())
         if len(bases) == 1:
             pairs.append((arm, next(iter(bases))))
+        elif is_base.any():
+            _note(data, f"{arm}: {len(bases)} baseline arms share its context ({', '.join(sorted(bases)) or 'none'}); "
+                        "not compared")
     return pairs
+
+
+def _note(data: ReportData, text: str) -> None:
+    if text not in data.notes:
+        data.notes.append(text)
 
 
 def _pvalue(boot: np.ndarray) -> float:

@@ -155,3 +155,9 @@ def test_eval_curve_places_periodic_and_final_evals_at_the_tokens_spent_by_then(
     assert curve["step"].tolist() == [0, 2, 3]
     assert curve["tokens"].tolist() == [0.0, 200.0, 300.0]
     assert curve["pass@1"].tolist() == pytest.approx([0.0, 0.5, 1.0])
+
+
+def test_a_baseline_that_matches_no_run_is_a_note_not_a_silent_empty_table(matrix):
+    result = build_report(_config(matrix, baseline="dapo"))
+    assert result.tables["comparisons"].empty
+    assert any("--baseline dapo matches no run" in n for n in result.notes)
