@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from benchctl.grading.math import grade_math
-from benchctl.grading.math_extract import final_boxed_answer
+from benchctl.grading.math_extract import math_verify_box
 from benchctl.grading.math_pool import close_pools
 
 FRAC = re.compile(r"\\[dt]?frac\{(-?\d+)\}\{(\d+)\}")
@@ -137,7 +137,7 @@ def main() -> int:
     args = parser.parse_args()
     rows = [json.loads(line) for line in open(Path(args.data_dir) / "math500.jsonl", encoding="utf-8")]
     items = make_items(rows, args.samples, args.seed, args.unboxed, args.truncated)
-    unique = len({(g, " ".join((final_boxed_answer(c) or c).split())) for g, c in items})
+    unique = len({(g, math_verify_box(c) or c) for g, c in items})
     print(f"items {len(items):,} ({len(rows)} problems x {args.samples}), ~{unique:,} unique (gold, answer) pairs")
 
     ours_runs, base_runs, mismatches, compared = [], [], [], 0

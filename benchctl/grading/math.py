@@ -1,24 +1,32 @@
 """Math answer grading: math-verify 0.9.0 in a process pool with a per-item time bound, deduplicated.
 
+Fidelity: the verdict is `verify(parse("\\boxed{gold}"), parse(completion))` of math-verify 0.9.0 with the extraction
+config `math_worker.EXTRACTION_CONFIG` (boxed answers first), gold first, except where written below ("Known issues",
+profiles). `tests/grading/test_math_differential.py` checks it on thousands of hypothesis completions.
+
 Pipeline for a batch of (gold, completion) pairs:
-1. Extract the final answer in the parent (while the pool already grades the first quarter's jobs: `_outcomes`),
-   once per distinct completion string (pure Python,
-   `math_extract.final_boxed_answer`): the last `\\boxed{}`
-   (plus the boxes right before it joined by `,`/`and`/`or`, as math-verify does). Completions without a box go
-   whole to the worker, where math-verify's own extraction (answer anchors, last LaTeX, last expression) applies.
-2. Deduplicate: identical (profile, gold, answer with whitespace runs collapsed, tolerance) jobs are graded once
-   and the verdict fanned back to every item (RL evaluation repeats the same few answers hundreds of times).
+1. In the parent (while the pool already grades the first quarter's jobs: `_outcomes`), once per distinct
+   completion string, pure Python: `math_extract.math_verify_box`, the content of the only box when math-verify is
+   certain to read exactly that box (one `\\boxed{}`, no "I hope" final-answer sentence, no percent word after it,
+   ...). Any other completion (several boxes, `\\fbox`, few-shot endings, no box, truncated) goes WHOLE to the
+   worker, where math-verify's own extraction runs.
+2. Deduplicate: identical (profile, gold, answer, tolerance) jobs are graded once and the verdict fanned back to
+   every item (RL evaluation repeats the same few answers hundreds of times).
 3. Plain rational literals on both sides (`204`, `-7/12`, `\\frac{14}{3}`) are decided exactly in the parent
    (`math_fast`: math-verify's verdict is certain there). Every other unique job is graded in a
-   `math_pool.BoundedPool` worker (`_schedule`: grouped by gold, biggest groups first): `verify(gold, pred)` with the GOLD FIRST
-   (math-verify is not symmetric; landscape.md section 5, Math-Verify issues #25/#10), math-verify's signal
+   `math_pool.BoundedPool` worker (`_schedule`: grouped by gold, biggest groups first): `verify(gold, pred)` with the
+   GOLD FIRST (math-verify is not symmetric; landscape.md section 5, Math-Verify issues #25/#10), math-verify's signal
    timeouts off (inside, numeric literals and tuples / intervals / lists are built without the whole-string ANTLR
-   parse, srepr-identical to latex2sympy: `math_worker.parse_latex_fast`), the bound enforced by the parent (the overrunning worker is killed: reason "timeout"; a worker
-   that dies: reason "error"). `workers=0` grades in-process with NO time bound (debugging only).
+   parse, srepr-identical to latex2sympy: `math_worker.parse_latex_fast`), the bound enforced by the parent (the
+   overrunning worker is killed: reason "timeout"; a worker that dies: reason "error"). `workers=0` grades
+   in-process with NO time bound (debugging only).
+4. A box that math-verify cannot parse (`math_extract.BOX_UNPARSED`): math-verify would read on past it, so those
+   items are graded again from their whole completion (`_unparsed_boxes`).
 Reasons: correct, wrong, no_answer (nothing extractable), parse_error (answer or gold found but not parseable
 and not string-equal), timeout, error. `Verdict.extracted` is the box content, or math-verify's matched string.
 
-Profiles per benchmark (`math_worker.PROFILES`; rewrites applied to gold and answer alike): `default` (MATH-500,
+Profiles per benchmark (`math_worker.PROFILES`; rewrites applied to gold and answer alike, `olympiad`'s not to whole
+completions): `default` (MATH-500,
 AIME, AMC, GSM8K, MATH train: plain math-verify), `minerva` (`4.5e33`, `-3./2`, `np.arcsin` golds), `olympiad`
 (stray `$` in 3 golds, absolute tolerance from the `error` field).
 
@@ -33,7 +41,9 @@ Known issues (each pinned by a row of tests/grading/test_math_regressions.py):
 - Ordered tuples such as `(1,2)` are read as open intervals on both sides (math-verify), so `(1,2)` vs `(2,1)` is
   wrong as it should be, but the gold/answer type is interval, not tuple.
 - Completions without a box are graded by math-verify's fallback extraction, which may pick an intermediate
-  number from the prose (correct-by-accident is possible; nothing to do short of requiring a box).
+  number from the prose (correct-by-accident is possible; nothing to do short of requiring a box). Likewise a
+  MATH few-shot "The final answer is X. I hope it is correct." beats an earlier box, `\\fbox{}` alone is not read
+  as an answer, and `\\boxed{a} \\quad \\text{and} \\quad \\boxed{b}` is the set {a, b}: math-verify's choices, kept.
 - Prose golds (`olympiadbench-1965`) can only match themselves.
 """
 
@@ -43,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from benchctl.errors import BenchctlError
-from benchctl.grading.math_extract import final_boxed_answer
+from benchctl.grading.math_extract import BOX_UNPARSED, math_verify_box
 from benchctl.grading.math_fast import fast_reason
 from benchctl.grading.math_pool import default_workers, shared_pool
 from benchctl.grading.verdict import Verdict
@@ -62,10 +72,10 @@ def _job(profile: str, gold: str | None, completion: str, tol: float | None) -> 
 
 
 def _extract(completion: str) -> tuple[str, bool, str | None]:
-    """(worker answer text, is a box, box content or None): the box with whitespace runs collapsed, else the
-    whole completion (math-verify's own extraction runs in the worker)."""
-    boxed = final_boxed_answer(completion)
-    return (completion, False, None) if boxed is None else (" ".join(boxed.split()), True, boxed)
+    """(worker answer text, is a box, box content or None): the box math-verify certainly reads, else the whole
+    completion (math-verify's own extraction runs in the worker)."""
+    boxed = math_verify_box(completion)
+    return (completion, False, None) if boxed is None else (boxed, True, boxed)
 
 
 def _keyed(profile: str, pairs: Sequence[tuple[str, str]], tols: Sequence[float | None],
@@ -144,6 +154,7 @@ def grade_math(
         raise BenchctlError(f"timeout={timeout!r} must be > 0 seconds")
     tols = tolerances if tolerances is not None else [None] * len(pairs)
     keyed, outcome = _outcomes(profile, pairs, tols, workers, timeout)
+    keyed = _unparsed_boxes(keyed, outcome, pairs, workers, timeout)
     shared: dict[tuple, Verdict] = {}  # frozen verdicts are shared between identical items
     return [_shared(shared, outcome[key], boxed, timeout) for key, boxed in keyed]
 
@@ -170,6 +181,18 @@ def _outcomes(profile: str, pairs: Sequence, tols: Sequence, workers: int | None
     return keyed, outcome
 
 
+def _unparsed_boxes(keyed: list, outcome: dict, pairs: Sequence, workers: int | None, timeout: float) -> list:
+    """`keyed` with every item whose box math-verify could not parse re-keyed to its whole completion, graded now
+    (math-verify's extraction reads on to the other candidates of the text). Adds the new outcomes to `outcome`."""
+    redo = {i: (key[0], key[1], pairs[i][1], False, key[4]) for i, (key, _) in enumerate(keyed)
+            if key[3] and outcome[key][0] == "ok" and outcome[key][1][2] == BOX_UNPARSED}  # type: ignore[index]
+    if not redo:
+        return keyed
+    jobs = _schedule(list(dict.fromkeys(redo.values())))
+    outcome.update(zip(jobs, _run(jobs, workers, timeout)))
+    return [(redo[i], None) if i in redo else item for i, item in enumerate(keyed)]
+
+
 def _fast(key: tuple) -> tuple[str, object] | None:
     """A pool-free outcome for rational-literal pairs under the default profile (math_fast), else None."""
     profile, gold, answer, boxed, tol = key
@@ -187,7 +210,8 @@ def _shared(cache: dict, outcome: tuple[str, object], boxed: str | None, timeout
 
 
 def extract_math_answer(completion: str, *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> str | None:
-    """The final answer grading would use: the last box, else math-verify's extraction (run in the pool)."""
+    """The final answer grading would use: the box math-verify certainly reads (without the pool; also when that
+    box does not parse, where grading reads on), else math-verify's extraction (run in the pool)."""
     job, boxed = _job("default", None, completion, None)
     if boxed is not None:
         return boxed

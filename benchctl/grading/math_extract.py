@@ -7,17 +7,19 @@ to build the gold answers, and Qwen2.5-Math's `extract_answer` for boxed outputs
 3. followed by a space (`\\boxed 5`): the text up to the next `$`, newline or end;
 4. strip; an empty or unbalanced box counts as no box.
 
-`final_boxed_answer` adds math-verify's multi-answer rule (`parser.py: lazy_latex_regex`, up to 1 + 5 boxes joined
-by `,` / `and` / `or`): "$\\boxed{2}$ and $\\boxed{3}$" gives "2, 3", which math-verify then reads as the set {2, 3}.
+`math_verify_box` is the parent-side shortcut of `benchctl.grading.math`: the box content that math-verify's own
+extraction is CERTAIN to read from a completion, or None when math-verify may read something else (the whole
+completion then goes to math-verify). Why its conditions suffice is in its docstring.
 """
 
 from __future__ import annotations
 
 import re
 
+BOX_UNPARSED = "box not parsed: grade the whole completion"  # worker -> parent: math-verify reads on past the box
 _LEADING_INT = re.compile(r"\s*([-+]?\d+)")
-_JOINER = re.compile(r"\s*\$*\s*(?:,?\s*and|,?\s*or|,)\s*\$*\s*", re.DOTALL)
-MAX_JOINED_BOXES = 6  # math-verify: first_ + next1_..next5_ groups
+_ENV_DELIMITER = re.compile(r"(?<!\\)\$|(?<!\\)\\[\])]|^[^\[]*\](?=\s)")  # closers: `$`, `\]`, `\)`, ` [..] `
+_PERCENT = re.compile(r"%|[Pp]ercent|[Pp]ct")  # math-verify's percent suffix after a LaTeX environment
 
 
 def _boxes_from_end(text: str):
@@ -65,14 +67,39 @@ def last_boxed(text: str) -> str | None:
     return next((content for _, _, content in _boxes_from_end(text)), None)
 
 
-def final_boxed_answer(text: str) -> str | None:
-    """The last box, joined with the boxes right before it when only `,`/`and`/`or` separate them."""
-    parts: list[tuple[int, int, str]] = []
-    for box in _boxes_from_end(text):
-        if parts and (len(parts) == MAX_JOINED_BOXES or not _JOINER.fullmatch(text[box[1] : parts[-1][0]])):
-            break
-        parts.append(box)
-    return ", ".join(content for _, _, content in reversed(parts)) if parts else None
+def math_verify_box(text: str) -> str | None:
+    """The content of the only `\\boxed{...}` of `text` when math-verify 0.9.0 certainly grades exactly that, else None.
+
+    math-verify (`parser.py`, boxed priority 0 as benchctl configures it) tries, rightmost end first: the plain box
+    (`\\boxed{.+}` read by latex2sympy2_extended `extract_boxed_content(mode="last")`, which JOINS earlier boxes
+    separated by < 10 characters or by `and`/`or`/`,`/`;` within 70), LaTeX environments holding boxes (all their
+    boxes joined, chained by `,`/`and`/`or`, a percent word after them divides by 100) and "final answer is X.
+    I hope" sentences (which beat an earlier box). With ONE box every box candidate reads the same content, so the
+    answer is certain when: exactly one `\\boxed` and no `\\fbox` in the text; it is `\\boxed{` with balanced,
+    non-empty content; no environment can close inside it (no unescaped `$`, `\\]`, `\\)`, nor `] ` without a `[`
+    before it); no percent word after it; no "I hope" anywhere. A box that math-verify then fails to parse sends
+    it on to other candidates: the caller must grade the whole text in that case (`benchctl.grading.math`).
+    Several boxes, `\\fbox`, `\\boxed 5` and MATH few-shot endings return None.
+    """
+    start = text.find("\\boxed")
+    if start < 0 or "I hope" in text or "\\fbox" in text or text.find("\\boxed", start + 1) >= 0:
+        return None
+    if not text.startswith("{", start + 6):
+        return None
+    depth = 0
+    for end in range(start + 6, len(text)):
+        if text[end] == "{":
+            depth += 1
+        elif text[end] == "}":
+            depth -= 1
+            if depth == 0:
+                break
+    else:
+        return None  # unbalanced: a truncated completion
+    raw = text[start + 7 : end]
+    if not raw.strip() or _ENV_DELIMITER.search(raw) or _PERCENT.search(text, end):
+        return None
+    return raw.strip()
 
 
 def leading_integer(text: str) -> str | None:

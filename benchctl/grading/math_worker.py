@@ -9,7 +9,8 @@ Profiles (string rewrites applied to the gold AND the answer before parsing; `de
 plain math-verify):
 - `minerva`: Python/NumPy-style numbers the Minerva (MIT OCW) golds box, e.g. `4.5e33` -> `4.5\\times10^{33}`
   (math-verify reads `4.5e33` as 4.5*e*33), `-3./2` -> `-3/2`, `np.arcsin` -> `\\arcsin`.
-- `olympiad`: the stray `$` the OlympiadBench golds keep (`221,$8` -> `221, 8`; `\\cup\\{1\\}$.` -> `\\cup\\{1\\}`).
+- `olympiad`: the stray `$` the OlympiadBench golds keep (`221,$8` -> `221, 8`; `\\cup\\{1\\}$.` -> `\\cup\\{1\\}`); golds
+  and box contents only (`BOX_ONLY`): in a whole completion `$` delimits LaTeX for math-verify's extraction.
 Numbers in `minerva` are compared relatively (rel 1e-6) when both sides are plain real numbers [our choice]:
 math-verify rounds to 6 decimal places (absolute), which makes every pair of values below 5e-7 equal
 (`2.88e-19` == `2.88e-20`; Math-Verify issue #14) and physics magnitudes like 1e-27 J are common there.
@@ -22,13 +23,15 @@ from __future__ import annotations
 import logging
 import math
 import re
+from dataclasses import replace
 from functools import lru_cache
 
 import sympy
 
 import math_verify.parser
+from benchctl.grading.math_extract import BOX_UNPARSED
 from benchctl.grading.math_fast import assemble, literal_sympy, split_structure
-from latex2sympy2_extended.latex2sympy2 import latex2sympy
+from latex2sympy2_extended.latex2sympy2 import latex2sympy, normalize_latex
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)  # its "timeout disabled" warning and parse tracebacks
@@ -56,6 +59,7 @@ def _olympiad(text: str) -> str:
 
 
 PROFILES = {"default": None, "minerva": _minerva, "olympiad": _olympiad}
+BOX_ONLY = {"olympiad"}  # rewrites for golds and box contents only: in a whole completion `$` delimits LaTeX
 RELATIVE_NUMBERS = {"minerva": 1e-6}  # profile -> relative tolerance for plain-number pairs
 
 
@@ -65,7 +69,8 @@ def normalize(profile: str, text: str) -> str:
     return text if rewrite is None else rewrite(text)
 
 
-_LATEX2SYMPY = getattr(math_verify.parser.parse_latex_cached, "__wrapped__", math_verify.parser.parse_latex_cached)
+MATH_VERIFY_PARSE_LATEX = math_verify.parser.parse_latex_cached  # the original (the differential test's reference)
+_LATEX2SYMPY = getattr(MATH_VERIFY_PARSE_LATEX, "__wrapped__", MATH_VERIFY_PARSE_LATEX)
 
 
 _NOT_PLAIN = re.compile(
@@ -151,6 +156,26 @@ def parse_cached(text: str) -> tuple:
     return tuple(parse(text, list(EXTRACTION_CONFIG), parsing_timeout=None))
 
 
+_BOX_NORMALIZATION = replace(EXTRACTION_CONFIG[0].normalization_config, boxed="last")
+
+
+@lru_cache(maxsize=8192)
+def parse_box(content: str) -> tuple:
+    """What math-verify's `parse` makes of a completion whose answer is certainly this box's content
+    (`math_extract.math_verify_box`): `extract_latex` on its plain-box match (`normalize_latex` with boxed="last",
+    then `parse_latex_cached`), giving (value, normalized string) as `parse` does, or (normalized string,) when the
+    box does not parse. NOT `parse("\\boxed{..}")`: on a failed box that would read on inside the box text alone
+    (`\\boxed{\\text{\\frac{13}{6}}}` -> 13/6 from the bare fraction), where the completion is what math-verify reads."""
+    try:
+        latex = normalize_latex(f"\\boxed{{{content}}}", _BOX_NORMALIZATION)
+    except Exception:  # noqa: BLE001 - math-verify's parse returns [] on it
+        return ()
+    try:
+        return (parse_latex_fast(latex), latex)
+    except Exception:  # noqa: BLE001 - extract_latex: not parsed
+        return (latex,)
+
+
 _VERIFIED: dict[tuple, bool] = {}  # (gold text, structural key of the parsed answer) -> verify result
 
 
@@ -190,12 +215,18 @@ def grade_job(profile: str, gold: str | None, answer: str, boxed: bool, tol: flo
     """(reason, extracted, detail) for one answer; `boxed` answers are box contents, others whole completions.
 
     gold None: extraction only (reason "correct" is not used; the extracted string is what matters).
+    A box math-verify cannot parse gives detail `BOX_UNPARSED`: math-verify would go on to the other candidates of
+    the whole completion, so the parent grades that instead (`benchctl.grading.math`).
     """
-    text = normalize(profile, answer)
-    pred = parse_cached(f"\\boxed{{{text}}}" if boxed else text)
+    text = normalize(profile, answer) if boxed or profile not in BOX_ONLY else answer
+    pred = parse_box(text) if boxed else parse_cached(text)
     extracted = answer if boxed else (next((x for x in reversed(pred) if isinstance(x, str)), None) if pred else None)
+    if boxed and len(pred) == 1:
+        return "parse_error", answer, BOX_UNPARSED
+    if boxed and not pred:
+        return "parse_error", answer, "answer not parsed"
     if not pred:
-        return ("parse_error", answer, "answer not parsed") if boxed else ("no_answer", None, "")
+        return "no_answer", None, ""
     if gold is None:
         return "wrong", extracted, "extraction only"
     gold_text = f"\\boxed{{{normalize(profile, gold)}}}"

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from benchctl.grading.math_worker import normalize
 from benchctl.tasks import get_task
 
 pytestmark = pytest.mark.slow
@@ -24,7 +25,6 @@ PERTURBED_STILL_CORRECT = {
     },
     "minerva": {
         "minerva-261",  # the gold parses to the constant 2 (math-verify keeps only a fragment), so does the variant
-        "minerva-268",  # E_{1}, E_{2} lose their subscripts (read as Euler's e): E_2 == E_3
     },
     "olympiadbench": {
         "olympiadbench-2212",  # symbols are case-folded: N=n becomes n=n, and N=n+1 compares equal
@@ -79,10 +79,20 @@ def _prime_factors(n: int) -> list[int]:
 def test_every_gold_grades_correct_against_itself_boxed_in_prose(benchmarks_dir, name):
     task = get_task(name)
     problems = task.load(benchmarks_dir)
-    verdicts = task.grade([(p, f"Thus the final answer is $\\boxed{{{p.gold}}}$.") for p in problems])
+    boxes = [as_written(name, p.gold) for p in problems]
+    verdicts = task.grade([(p, f"Thus the final answer is $\\boxed{{{box}}}$.") for p, box in zip(problems, boxes)])
     failures = [(p.id, p.gold, v.reason) for p, v in zip(problems, verdicts) if not v.correct]
     assert failures == []
-    assert all(v.extracted == p.gold.strip() for p, v in zip(problems, verdicts))
+    # `extracted` is the box, except where math-verify reads on past it: a `$` inside, or a box that does not parse
+    # (the prose gold olympiadbench-1965; `extracted` is then what math-verify read from the completion)
+    read_on = {p.id for p, box, v in zip(problems, boxes, verdicts) if "$" not in box and v.extracted != box.strip()}
+    assert read_on <= {"olympiadbench-1965"}
+
+
+def as_written(name: str, gold: str) -> str:
+    """The gold as a model would box it: OlympiadBench's stray `$` (3 golds) removed by the olympiad profile. Inside
+    `$\\boxed{..}$` a `$` closes math-verify's environment, so a box holding one is read as math-verify reads it."""
+    return normalize("olympiad", gold) if name == "olympiadbench" else gold
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)

@@ -10,13 +10,37 @@ import pytest
 from benchctl.tasks import get_task
 from benchctl.tasks.base import Problem
 
+FEW_SHOT = "So $n = \\boxed{255}$ terms.\nFinal Answer: The final answer is $10,455$. I hope it is correct."
 TABLE = [
-    # -- extraction: the LAST box wins; \boxed<space>, \fbox; truncated (unbalanced) box falls back ------------------
-    ("math500", "\\frac{14}{3}", "First \\boxed{3}, then corrected: \\boxed{\\frac{14}{3}}", "correct"),
+    # -- extraction: the LAST box wins; truncated (unbalanced) box falls back ------------------------------------------
+    ("math500", "\\frac{14}{3}", "First \\boxed{3}.\n\nWait, that is wrong. Redo the computation carefully: the sum is "
+     "$\\frac{14}{3}$, so the answer is \\boxed{\\frac{14}{3}}", "correct"),
     ("math500", "\\frac{14}{3}", "\\boxed{\\frac{14}{3}} but later \\boxed{3}", "wrong"),
-    ("math500", "\\frac{1}{2}", "\\boxed 0.5$", "correct"),
-    ("math500", "\\frac{1}{2}", "\\fbox{1/2}", "correct"),
+    ("math500", "\\frac{1}{2}", "\\boxed 0.5$", "correct"),  # not a box for math-verify; its number fallback reads 0.5
     ("math500", "\\frac{1}{2}", "\\boxed{\\frac{1}{2", "parse_error"),
+    # -- math-verify fidelity (found by test_math_differential.py; benchctl's old verdict in the comment) -------------
+    # boxes joined by a separator within 70 characters are ONE set answer (extract_boxed_content "last" mode)
+    ("math500", "\\frac{14}{3}", "First \\boxed{3}, then corrected: \\boxed{\\frac{14}{3}}", "wrong"),  # was correct
+    ("olympiadbench", "(2, 2), (6, 2)", "The solutions are \\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}",
+     "correct"),  # was wrong (issue 10)
+    ("olympiadbench", "(2, 2), (6, 2)", "\\[ \\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)} \\]", "correct"),
+    ("olympiadbench", "69, 84", "\\boxed{69} \\text{ for part (a) and } \\boxed{84}", "correct"),  # was wrong
+    ("olympiadbench", "69, 84", "\\boxed{69}; \\boxed{84}", "correct"),  # was wrong
+    # a MATH few-shot "The final answer is X. I hope it is correct." beats an earlier box (priority 0, ends later)
+    ("math500", "10455", FEW_SHOT, "correct"),  # was wrong (issue 10)
+    ("math500", "255", FEW_SHOT, "wrong"),  # was correct
+    # a percent word after the box's environment divides by 100 (verify then accepts x and x/100 alike)
+    ("math500", "\\frac{1}{2}", "so $\\boxed{50}$ percent of them", "correct"),  # was wrong
+    # a box math-verify cannot parse: it reads on through the rest of the completion
+    ("aime24", "204", "\\boxed{\\frac{}} hence the answer is 204", "correct"),  # was parse_error
+    # ... and only there: in `\\[..\\]` nothing else is read; alone, the bare `\\frac{13}{6}` inside `\\text{}` is
+    ("math500", "\\frac{13}{6}", "Hence \\[\\boxed{\\text{\\frac{13}{6}}}\\].", "parse_error"),  # was correct
+    ("math500", "\\frac{13}{6}", "Hence \\boxed{\\text{\\frac{13}{6}}}.", "correct"),
+    # \fbox, \boxed* and \boxed<space> are not math-verify's box pattern
+    ("math500", "\\frac{1}{2}", "\\fbox{1/2}", "no_answer"),  # was correct
+    ("aime24", "104", "The final answer is $\\boxed*{104}$.", "parse_error"),  # was correct
+    ("gsm8k", "4320", "$$\\boxed {4,320}$$ cm.", "correct"),  # was wrong (read as `{4,320}`)
+    ("gsm8k", "3", "\\[\\fbox{3}\\] \\text{ and } \\(\\boxed*{4}\\), and \\[\\fbox{3\\%}\\]", "correct"),  # was wrong
     # -- equivalent forms: fractions, decimals, \text, tuples written two ways, algebraic identities ---------------
     ("math500", "\\frac{1}{2}", "\\boxed{\\frac12}", "correct"),
     ("math500", "\\frac{1}{2}", "\\boxed{0.5}", "correct"),
