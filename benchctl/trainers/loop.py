@@ -76,6 +76,8 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
             s.state.step = step
             s.state.metrics.append(row)
             _after_step(s, step, row)
+    if s.stop_requested and train_run.latest_checkpoint_step(s.run) != s.state.step:
+        save_checkpoint(s)  # Ctrl-C came between this step's cadence check and the loop test
     if not s.stop_requested:
         _finish(s)
     return TrainResult(s.run, s.state.step, tuple(s.state.metrics), s.stop_requested)

@@ -122,3 +122,17 @@ def test_eval_reads_a_trained_run_folder(tiny_model, tmp_path):
     result = run_eval(EvalConfig(model=str(run), tasks=("arith",), ks=(1, 2), n=2, limit=8, max_tokens=8,
                                  out=str(tmp_path / "eval"), progress=False))
     assert result.model == "run" and result.tasks[0].summary.num_rows == 2
+
+
+def test_a_json_lines_task_file_trains_with_the_math_grader(tiny_model, tmp_path):
+    import json
+
+    task_file = tmp_path / "sums.jsonl"
+    task_file.write_text("".join(json.dumps({"id": f"s{i}", "problem": f"{i}+{i}", "answer": str(2 * i)}) + "\n"
+                                 for i in range(6)))
+    run = tmp_path / "run"
+    result = train(build_config(flag_values={**SMALL, "steps": 1, "prompts_per_step": 4, "group_size": 2,
+                                             "task": str(task_file), "out": str(run)}))
+    rollouts = train_run.read_rollouts(run)
+    assert result.steps == 1 and rollouts.num_rows == 8
+    assert set(rollouts.column("problem_id").to_pylist()) <= {f"s{i}" for i in range(6)}
