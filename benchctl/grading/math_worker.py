@@ -132,13 +132,31 @@ def union_sympy(latex: str):
     return result
 
 
-@lru_cache(maxsize=8192)
+_PARSE_FAILED: dict[str, Exception] = {}  # latex -> what latex2sympy raised (lru_cache keeps no exceptions)
+
+
 def parse_latex_fast(latex: str):
     """math-verify's `parse_latex_cached` (latex2sympy on the NORMALISED latex), with numeric literal structures
     (`(2, 4)`, `-2, 1`, `[0.5, \\infty)`, `\\frac{3}{4}`) built directly by `math_fast.literal_sympy` and other
-    tuples / intervals / lists from their parts (`structure_sympy`), unions of those (`union_sympy`): the same sympy object (srepr-identical,
-    tested) without ANTLR's slow full-context parse of the whole structure (5-70 ms). Memoised (math-verify
-    keeps only the last 20). Installed into `math_verify.parser` when this module loads."""
+    tuples / intervals / lists from their parts (`structure_sympy`), unions of those (`union_sympy`): the same
+    sympy object (srepr-identical, tested) without ANTLR's slow full-context parse of the whole structure (5-70 ms).
+    Memoised, failures included (math-verify keeps only the last 20 successes; a completion without a box makes
+    it try the text's LaTeX pieces right to left, and truncated completions of one solution share most pieces).
+    Installed into `math_verify.parser` when this module loads."""
+    failed = _PARSE_FAILED.get(latex)
+    if failed is not None:
+        raise failed
+    try:
+        return _parse_latex_fast(latex)
+    except Exception as exc:  # noqa: BLE001 - re-raised; latex2sympy is deterministic on the same string
+        if len(_PARSE_FAILED) > 8192:
+            _PARSE_FAILED.clear()
+        _PARSE_FAILED[latex] = exc
+        raise
+
+
+@lru_cache(maxsize=8192)
+def _parse_latex_fast(latex: str):
     value = literal_sympy(latex)
     if value is None:
         value = structure_sympy(latex)

@@ -128,6 +128,25 @@ def test_math_verify_parse_goes_through_the_literal_builder_in_workers():
     assert parsed == (sympy.Tuple(3, -7), "( 3 , -7 )")
 
 
+def test_latex_that_fails_to_parse_is_parsed_once_and_fails_the_same_way_again(monkeypatch):
+    from benchctl.grading import math_worker
+
+    calls = []
+
+    def latex2sympy(latex):
+        calls.append(latex)
+        raise ValueError(f"cannot parse {latex}")
+
+    monkeypatch.setattr(math_worker, "_LATEX2SYMPY", latex2sympy)
+    monkeypatch.setattr(math_worker, "_PARSE_FAILED", {})
+    errors = []
+    for _ in range(3):
+        with pytest.raises(ValueError) as info:
+            math_worker.parse_latex_fast("\\frac{x}{ \\unparseable_for_this_test")
+        errors.append(str(info.value))
+    assert calls == ["\\frac{x}{ \\unparseable_for_this_test"] and len(set(errors)) == 1
+
+
 # -- structure_sympy: tuples / intervals / lists of plain expressions, parsed part by part -------------------------
 _PARTS = ["3", "-2", "0.5", "\\frac{3}{4}", "\\infty", "-\\infty", "\\sqrt{3}", "-\\sqrt{3}", "2\\sqrt{5}", "\\pi",
           "\\frac{\\pi}{2}", "\\frac{\\pi^2}{8}", "\\frac{5 \\pi^2}{4}", "x", "2x+1", "a", "e", "i", "1+2i", "\\sin x",
