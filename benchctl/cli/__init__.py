@@ -95,8 +95,9 @@ from benchctl.cli import models as _models  # noqa: E402
 from benchctl.cli import train as _train  # noqa: E402
 from benchctl.cli import report as _report  # noqa: E402
 from benchctl.cli import data as _data  # noqa: E402
+from benchctl.cli import matrix as _matrix  # noqa: E402
 
-for _module in (_estimators, _simulate, _tasks, _evaluate, _models, _train, _report, _data):
+for _module in (_estimators, _simulate, _tasks, _evaluate, _models, _train, _report, _data, _matrix):
     _module.register(app)
 
 

@@ -1,0 +1,52 @@
+"""`benchctl matrix run FILE.yaml` / `benchctl matrix status FILE.yaml`: parse options, call `benchctl.matrix`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+Results = Annotated[str, typer.Option("--results", help="Folder for the cells (runs/<cell>/), index.parquet "
+                                      "and the report.")]
+MatrixFile = Annotated[str, typer.Argument(help="Matrix YAML (models, task, estimators with grids, recipes, "
+                                           "group_sizes, seeds, train, eval).", show_default=False)]
+
+matrix_app = typer.Typer(help="Run a (model x estimator grid x recipe x G x seed) matrix of training runs, "
+                         "resumably, each evaluated; RESULTS/index.parquet lists them.", no_args_is_help=True)
+
+
+@matrix_app.command("run")
+def run_command(
+    file: MatrixFile,
+    results: Results = "results",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells and their run folders; run nothing.")] = False,
+    executor: Annotated[str, typer.Option("--executor", help="How cells run: serial (one after another, one "
+                                          "engine start).")] = "serial",
+):
+    """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
+    interrupted ones from their checkpoint and retries failed ones. Exit 1 when a cell failed, 130 on Ctrl-C."""
+    from benchctl.matrix import read_matrix, run_matrix
+    from benchctl.matrix.render import print_cells, print_outcome, progress_printer
+
+    spec = read_matrix(file)
+    if dry_run:
+        print_cells(spec, results)
+        return
+    outcome = run_matrix(spec, results, executor=executor, on_event=progress_printer(len(spec.cells)))
+    print_outcome(outcome)
+    if outcome.interrupted or outcome.failed:
+        raise typer.Exit(130 if outcome.interrupted else 1)
+
+
+@matrix_app.command("status")
+def status_command(file: MatrixFile, results: Results = "results"):
+    """Each cell's state (index status, latest checkpoint step, final pass@k, failure reason). Reads only."""
+    from benchctl.matrix import matrix_status, read_matrix
+    from benchctl.matrix.render import print_status
+
+    print_status(matrix_status(read_matrix(file), results))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `matrix` group (run, status) to the root app."""
+    app.add_typer(matrix_app, name="matrix")

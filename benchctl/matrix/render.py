@@ -1,0 +1,81 @@
+"""Terminal output of `benchctl matrix` (rich tables on stdout, one progress line per cell)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchctl.matrix.runner import CellOutcome, CellStatus, MatrixOutcome
+from benchctl.matrix.spec import Cell, MatrixSpec
+
+_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim", "skipped": "green",
+          "interrupted": "yellow"}
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _pass(pass_at: Sequence[tuple[str, int, float]]) -> str:
+    return " ".join(f"{task}@{k}={p:.3f}" for task, k, p in pass_at)
+
+
+def print_cells(spec: MatrixSpec, results: str | Path) -> None:
+    """`--dry-run`: every cell and its run folder, nothing run."""
+    from rich.table import Table
+
+    table = Table(title=f"{spec.path}: {len(spec.cells)} cells, run folders under {Path(results) / 'runs'}")
+    for col in ("#", "cell (run folder)", "estimator", "params", "recipe", "G", "seed"):
+        table.add_column(col)
+    for i, c in enumerate(spec.cells, 1):
+        table.add_row(str(i), c.name, c.estimator,
+                      ", ".join(f"{k}={v}" for k, v in c.params), c.recipe or "", str(c.group_size), str(c.seed))
+    _console().print(table)
+    if spec.cells:
+        e, train = spec.cells[0].eval, dict(spec.cells[0].train)
+        _console().print(f"train: {train or 'trainer defaults'}; eval: {', '.join(e.tasks)} n={e.n} "
+                         f"k={','.join(map(str, e.ks))}" + (f" limit={e.limit}" if e.limit else ""))
+
+
+def print_status(rows: Sequence[CellStatus]) -> None:
+    from rich.table import Table
+
+    table = Table()
+    for col in ("cell", "status", "checkpoint step", "pass@k (eval/final)", "reason"):
+        table.add_column(col)
+    for r in rows:
+        style = _STYLE.get(r.status, "")
+        table.add_row(r.cell.name, f"[{style}]{r.status}[/]", "" if r.step is None else str(r.step),
+                      _pass(r.pass_at), r.reason or "")
+    _console().print(table)
+    counts = {s: sum(r.status == s for r in rows) for s in ("done", "running", "failed", "pending")}
+    _console().print(", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(rows)} cells")
+
+
+def progress_printer(total: int):
+    """An `on_event` callback for `run_matrix` printing one line per cell on stdout."""
+    state = {"i": 0}
+    console = _console()
+
+    def on_event(kind: str, cell: Cell, outcome: CellOutcome | None) -> None:
+        if kind == "skip":
+            state["i"] += 1
+            console.print(f"[{state['i']}/{total}] {cell.name}: finished earlier, skipped")
+        elif kind == "start":
+            state["i"] += 1
+            console.print(f"[{state['i']}/{total}] {cell.name}: training + evaluation ...")
+        elif outcome is not None:
+            style = _STYLE.get(outcome.status, "")
+            tail = _pass(outcome.pass_at) if outcome.status == "done" else (outcome.reason or "")
+            console.print(f"      {cell.name}: [{style}]{outcome.status}[/] in {outcome.seconds:.0f} s  {tail}")
+
+    return on_event
+
+
+def print_outcome(outcome: MatrixOutcome) -> None:
+    counts: dict[str, int] = {}
+    for o in outcome.outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    _console().print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; index: {outcome.index}")

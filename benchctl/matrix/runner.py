@@ -1,0 +1,292 @@
+"""Run a matrix: train then evaluate every cell into RESULTS/runs/<cell>/, keeping RESULTS/index.parquet current.
+
+Resumability [our choice]:
+- a cell is *finished* when the index says `done` and RUN/eval/final/summary.parquet exists: it is skipped and
+  none of its files is touched;
+- any other cell runs: a run folder with a config.json is continued from its latest checkpoint (the trainer's
+  SIGKILL-safe resume; its stored config must match the cell's, except the settings a resume may change), a
+  finished training (RUN/model present) goes straight to the evaluation, which resumes problem by problem;
+  a folder without config.json (killed before the trainer wrote one, or holding only a failure log) is cleared;
+- a failing cell is recorded `failed` with a one-line reason (traceback in RUN/error.txt) and the others go on;
+  the next run retries it;
+- the index is written whole and atomically before the first cell and after each state change, so a killed
+  matrix leaves the last complete index (the running cell shows `running`) and never half a table.
+
+Cells run one after another through an *executor*: `serial` here (one process; the trainer's vLLM engine is
+shared per process, so it starts once). An executor is `fn(cells, work, on_start, on_done)`; `work(cell)` is
+picklable (`functools.partial` of a module-level function), so a Ray executor (one cell per GPU) can submit it
+as a task and call `on_start` / `on_done` in the driver, which alone writes the index.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchctl.errors import BenchctlError
+from benchctl.matrix.spec import Cell, MatrixSpec
+from benchctl.results import train_run
+from benchctl.results.index import INDEX_FILE, index_row, read_index, write_index
+
+RUNS_DIR = "runs"
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What one cell's work returned: done, failed (with reason) or interrupted (Ctrl-C)."""
+
+    name: str
+    status: str  # done | failed | interrupted
+    reason: str | None = None
+    seconds: float = 0.0
+    trained_steps: int | None = None
+    pass_at: tuple[tuple[str, int, float], ...] = ()  # (eval task, k, pass@k) of the final evaluation
+
+
+@dataclass(frozen=True)
+class MatrixOutcome:
+    """What `run_matrix` did: every cell's outcome this time (finished cells as `skipped`), and the index path."""
+
+    index: Path
+    outcomes: tuple[CellOutcome, ...]
+
+    @property
+    def failed(self) -> list[CellOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def interrupted(self) -> bool:
+        return any(o.status == "interrupted" for o in self.outcomes)
+
+
+# ---- where things are ---------------------------------------------------------------------------------------
+
+def run_folder(results: Path, cell: Cell) -> Path:
+    return Path(results) / RUNS_DIR / cell.name
+
+
+def eval_finished(run: Path) -> bool:
+    """RUN/eval/final holds a complete evaluation (the overall summary is written last)."""
+    return (train_run.eval_dir(run) / "summary.parquet").is_file()
+
+
+def cell_row(results: Path, cell: Cell, status: str, reason: str | None = None) -> dict[str, Any]:
+    """The cell's index row, from its configuration alone (so a resumed matrix writes the same rows)."""
+    values = {**cell.train_values(), "recipe": cell.recipe, "estimator_label": cell.arm}
+    return index_row(results, run_folder(results, cell), values, status, reason)
+
+
+def previous_status(results: Path) -> dict[str, dict]:
+    """{run (as stored): index row} of RESULTS/index.parquet, or {} when there is none."""
+    if not (Path(results) / INDEX_FILE).is_file():
+        return {}
+    try:
+        return {row["run"]: row for row in read_index(results).to_pylist()}
+    except BenchctlError:
+        return {}  # unreadable: rebuilt from the cells
+
+
+def is_finished(results: Path, cell: Cell, previous: dict[str, dict]) -> bool:
+    row = previous.get(cell_row(results, cell, "pending")["run"])
+    return row is not None and row.get("status") == "done" and eval_finished(run_folder(results, cell))
+
+
+# ---- executors ----------------------------------------------------------------------------------------------
+
+Work = Callable[[Cell], CellOutcome]
+Executor = Callable[[Sequence[Cell], Work, Callable[[Cell], None], Callable[[Cell, CellOutcome], None]], None]
+
+
+def serial_executor(cells: Sequence[Cell], work: Work, on_start, on_done) -> None:
+    """One cell after another in this process; stops after an interrupted cell."""
+    for cell in cells:
+        on_start(cell)
+        outcome = work(cell)
+        on_done(cell, outcome)
+        if outcome.status == "interrupted":
+            return
+
+
+EXECUTORS: dict[str, Executor] = {"serial": serial_executor}
+
+
+# ---- the matrix ---------------------------------------------------------------------------------------------
+
+def run_matrix(spec: MatrixSpec, results: str | Path, executor: str = "serial",
+               on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None) -> MatrixOutcome:
+    """Train and evaluate every unfinished cell of `spec` under `results`; see the module docstring.
+
+    `on_event(kind, cell, outcome)` is called with kind `skip`, `start` or `done` (for printing progress)."""
+    if executor not in EXECUTORS:
+        raise BenchctlError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
+    results = Path(results)
+    results.mkdir(parents=True, exist_ok=True)
+    event = on_event or (lambda *args: None)
+    previous = previous_status(results)
+    rows: dict[str, dict] = {}
+    todo, outcomes = [], {}
+    for cell in spec.cells:
+        if is_finished(results, cell, previous):
+            rows[cell.name] = cell_row(results, cell, "done")
+            outcomes[cell.name] = CellOutcome(cell.name, "skipped")
+            event("skip", cell, None)
+        else:
+            rows[cell.name] = cell_row(results, cell, "pending")
+            todo.append(cell)
+    known = {row["run"] for row in rows.values()}
+    others = [row for run, row in previous.items() if run not in known]  # runs of earlier matrix files: kept
+
+    def save() -> None:
+        write_index(results, [*rows.values(), *others])
+
+    def on_start(cell: Cell) -> None:
+        rows[cell.name] = cell_row(results, cell, "running")
+        save()
+        event("start", cell, None)
+
+    def on_done(cell: Cell, outcome: CellOutcome) -> None:
+        status = {"done": "done", "failed": "failed"}.get(outcome.status, "pending")
+        rows[cell.name] = cell_row(results, cell, status, outcome.reason)
+        outcomes[cell.name] = outcome
+        save()
+        event("done", cell, outcome)
+
+    save()
+    EXECUTORS[executor](todo, functools.partial(run_cell, results=str(results)), on_start, on_done)
+    ordered = tuple(outcomes[c.name] for c in spec.cells if c.name in outcomes)
+    return MatrixOutcome(results / INDEX_FILE, ordered)
+
+
+# ---- one cell -----------------------------------------------------------------------------------------------
+
+def run_cell(cell: Cell, results: str) -> CellOutcome:
+    """Train (or continue) and evaluate one cell; never raises for a failing cell (Ctrl-C -> interrupted)."""
+    start = time.perf_counter()
+    run = run_folder(Path(results), cell)
+    try:
+        steps = None
+        if not (run / "model" / "config.json").is_file():
+            result = train_cell(cell, run)
+            if result.interrupted:
+                return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
+            steps = result.steps
+        evaluation = evaluate_cell(cell, run)
+    except KeyboardInterrupt:
+        return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
+    except Exception as exc:  # noqa: BLE001 - any failure is recorded for this cell; the others go on
+        return CellOutcome(cell.name, "failed", _reason(exc, run), time.perf_counter() - start)
+    pass_at = tuple((t.task, int(k), float(p)) for t in evaluation.tasks
+                    for k, p in zip(t.summary.column("k").to_pylist(), t.summary.column("pass_at_k").to_pylist()))
+    return CellOutcome(cell.name, "done", None, time.perf_counter() - start, steps, pass_at)
+
+
+def _reason(exc: BaseException, run: Path) -> str:
+    """One line for the index; the traceback goes to RUN/error.txt."""
+    try:
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "error.txt").write_text("".join(traceback.format_exception(exc)))
+    except OSError:
+        pass
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, BenchctlError) else f"{type(exc).__name__}: {text}"
+
+
+def train_cell(cell: Cell, run: Path):
+    """Start the cell's training run, or continue it from its latest checkpoint."""
+    from benchctl.trainers import build_config, train
+
+    if run.exists() and not (run / "config.json").is_file():
+        shutil.rmtree(run)  # killed before the trainer wrote its config, or only a failure log: start afresh
+    values = cell.train_values()
+    if (run / "config.json").is_file():
+        cfg = build_config(flag_values={**values, "resume": str(run)})
+    else:
+        cfg = build_config(flag_values={**values, "out": str(run)})
+    return train(cfg)
+
+
+def trainer_engine(stored: dict[str, dict]):
+    """The vLLM engine the trainer used for this run (same construction arguments as
+    `benchctl.trainers.session.open_session`, so the process-wide LLM is reused and vLLM does not start again)."""
+    from benchctl.engine import Engine
+    from benchctl.trainers.policy import resolve_device
+
+    value = {k: entry.get("value") for k, entry in stored.items()}
+    return Engine(value["model_resolved"], seed=value["seed"], logprobs_mode="processed_logprobs",
+                  sleep_mode=resolve_device(value["device"]) == "cuda",
+                  gpu_memory_utilization=value["gpu_memory_utilization"])
+
+
+def load_run_weights(engine, model_dir: Path) -> None:
+    """Put RUN/model's weights into `engine` (HF safetensors names are what `Engine.load_weights` takes)."""
+    from safetensors.torch import load_file
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise BenchctlError(f"{model_dir} holds no .safetensors weights")
+    state = {}
+    for path in files:
+        state.update(load_file(str(path)))
+    engine.load_weights(state)
+
+
+def evaluate_cell(cell: Cell, run: Path):
+    """RUN/eval/final: pass@k of the final policy on the eval tasks, sampled by the trainer's engine."""
+    from benchctl.evaluation import EvalConfig, run_eval
+
+    stored = train_run.read_config(run)
+    value = {k: entry.get("value") for k, entry in stored.items()}
+    engine = trainer_engine(stored)
+    load_run_weights(engine, run / "model")
+    e = cell.eval
+    config = EvalConfig(model=str(run.resolve()), tasks=e.tasks, ks=e.ks, n=e.n, temperature=e.temperature,
+                        top_p=e.top_p, max_tokens=e.max_tokens or value["max_tokens_resolved"], seed=cell.seed,
+                        limit=e.limit, data_dir=value.get("data_dir"), out=str(train_run.eval_dir(run)),
+                        resamples=e.resamples, progress=False)
+    return run_eval(config, engine=engine)
+
+
+# ---- status -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CellStatus:
+    """One line of `benchctl matrix status`."""
+
+    cell: Cell
+    run: Path
+    status: str  # the index's status; `pending` for a cell it does not list yet
+    reason: str | None
+    step: int | None  # latest checkpoint step
+    pass_at: tuple[tuple[str, int, float], ...]
+
+
+def matrix_status(spec: MatrixSpec, results: str | Path) -> list[CellStatus]:
+    """Each cell's state from the index and its run folder (reads only)."""
+    import pyarrow.parquet as pq
+
+    results = Path(results)
+    previous = previous_status(results)
+    out = []
+    for cell in spec.cells:
+        run = run_folder(results, cell)
+        row = previous.get(cell_row(results, cell, "pending")["run"]) or {}
+        status = row.get("status") or "pending"
+        if status == "done" and not eval_finished(run):
+            status = "pending"
+        try:
+            step = train_run.latest_checkpoint_step(run)
+        except BenchctlError:
+            step = None
+        pass_at: list = []
+        summary = train_run.eval_dir(run) / "summary.parquet"
+        if status == "done" and summary.is_file():
+            table = pq.read_table(summary, columns=["task", "k", "pass_at_k"]).to_pylist()
+            pass_at = [(r["task"], int(r["k"]), float(r["pass_at_k"])) for r in table]
+        out.append(CellStatus(cell, run, status, row.get("reason"), step, tuple(pass_at)))
+    return out

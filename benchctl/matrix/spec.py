@@ -1,0 +1,284 @@
+"""The matrix file (`benchctl matrix run FILE.yaml`) and its expansion into cells.
+
+    models: [tiny]                       # model names, local HF folders or hub ids
+    task: arith                          # training task
+    estimators:                          # label -> hyperparameters; a list is a grid axis, a scalar is fixed
+      grpo: {}
+      ha_dw: {lambda_scale: [1.3, 1.5]}
+      a_grae: {base: dr_grpo, alpha: [0.5, 1.0]}
+      dapo: {estimator: grpo, recipe: dapo}   # a label that is no estimator names one with `estimator:`
+    recipes: [null]                      # optional; crossed with every entry that sets no `recipe:` itself
+    group_sizes: [4, 8]
+    seeds: [1, 2]
+    train: {steps: 20}                   # any `benchctl train` setting shared by every cell (token_budget, lr, ...)
+    eval: {tasks: [arith], n: 16, k: [1, 4, 16]}   # final evaluation of each cell (RUN/eval/final)
+
+A cell is one (model, estimator entry + one point of its grid, recipe, G, seed). Its run folder name is built
+from exactly those values, so it is stable across runs and machines [our choice]:
+`<model>-<label>[-<param>=<value>...][-<recipe>]-G<G>-s<seed>` (params sorted by name; the recipe only when it
+differs from the label); names that would collide after sanitising get `-h<8 hex>` of the whole cell.
+Every unknown key is refused with one line naming the valid keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from benchctl.errors import BenchctlError
+
+TOP_KEYS = ("models", "task", "estimators", "recipes", "group_sizes", "seeds", "train", "eval")
+ENTRY_KEYS = ("estimator", "recipe")  # reserved in an estimators entry; every other key is a hyperparameter
+EVAL_KEYS = ("tasks", "n", "k", "temperature", "top_p", "max_tokens", "limit", "resamples")
+# Train settings the matrix itself sets per cell (or that make no sense shared): not allowed under `train:`.
+CELL_KEYS = ("model", "task", "estimator", "estimator_params", "recipe", "group_size", "seed", "out", "resume",
+             "progress", "sources")
+
+
+def _f(default, help_text: str, **kw):
+    return field(default=default, metadata={"help": help_text}, **kw)
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """The final evaluation of every cell (a `benchctl eval` folder at RUN/eval/final)."""
+
+    tasks: tuple[str, ...] = _f((), "evaluation tasks; empty -> the training task (its test split)")
+    ks: tuple[int, ...] = _f((1,), "k values of pass@k, each <= n")
+    n: int = _f(1, "samples per problem")
+    temperature: float = _f(0.6, "sampling temperature")
+    top_p: float = _f(1.0, "nucleus top-p")
+    max_tokens: int | None = _f(None, "new tokens per sample; None -> the cell's training max_tokens")
+    limit: int | None = _f(None, "first N problems of each task; None = all")
+    resamples: int = _f(1000, "bootstrap resamples of the CIs")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the matrix: everything needed to train and evaluate it, self-contained (picklable) so an
+    executor may run it in another process."""
+
+    name: str = _f("", "run folder name under RESULTS/runs/ (stable, from the fields below)")
+    model: str = _f("tiny", "model name, HF folder or hub id")
+    task: str = _f("arith", "training task")
+    label: str = _f("grpo", "the estimators entry's key")
+    estimator: str = _f("grpo", "estimator name (registry)")
+    params: tuple[tuple[str, Any], ...] = _f((), "estimator hyperparameters of this grid point, sorted by name")
+    recipe: str | None = _f(None, "trainer recipe (dapo, dr_grpo, gspo) or None")
+    group_size: int = _f(8, "rollouts per prompt (G)")
+    seed: int = _f(0, "training seed (also the final evaluation's sampling seed)")
+    train: tuple[tuple[str, Any], ...] = _f((), "shared train settings (matrix `train:`), sorted by name")
+    eval: EvalSettings = _f(EvalSettings(), "final evaluation settings")
+
+    @property
+    def arm(self) -> str:
+        """The index's estimator_label: the entry's label plus this grid point, e.g. `ha_dw(lambda_scale=1.3)`."""
+        if not self.params:
+            return self.label
+        return f"{self.label}({','.join(f'{k}={_text(v)}' for k, v in self.params)})"
+
+    def train_values(self) -> dict[str, Any]:
+        """Flag values for `benchctl.trainers.build_config` (the run folder `out` is the runner's business)."""
+        values = dict(self.train)
+        values.update(model=self.model, task=self.task, estimator=self.estimator, group_size=self.group_size,
+                      seed=self.seed, estimator_params=dict(self.params), progress=False)
+        if self.recipe is not None:
+            values["recipe"] = self.recipe
+        return values
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """A parsed matrix file: the cells in expansion order (model, entry, grid point, recipe, G, seed)."""
+
+    path: str = _f("", "the YAML file")
+    cells: tuple[Cell, ...] = _f((), "every cell, in the order they run")
+
+
+# ---- parsing ------------------------------------------------------------------------------------------------
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _check_keys(data: Mapping, valid: tuple[str, ...], path: str, where: str) -> None:
+    unknown = [str(k) for k in data if k not in valid]
+    if unknown:
+        raise BenchctlError(f"{path}: {where}unknown key {unknown[0]!r}; valid keys: {', '.join(valid)}")
+
+
+def _as_list(value: Any, name: str, path: str) -> list:
+    out = value if isinstance(value, list) else [value]
+    if not out:
+        raise BenchctlError(f"{path}: {name} is an empty list")
+    return out
+
+
+def _ints(data: Mapping, name: str, default: list, path: str) -> list[int]:
+    values = _as_list(data.get(name, default), name, path)
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool) or v < (1 if name == "group_sizes" else 0):
+            raise BenchctlError(f"{path}: {name} must list integers >= {1 if name == 'group_sizes' else 0}; "
+                                f"got {v!r}")
+    return list(dict.fromkeys(values))
+
+
+def read_matrix(path: str | Path) -> MatrixSpec:
+    """Read and validate a matrix YAML file; every problem is one BenchctlError line naming the file."""
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BenchctlError(f"matrix file {p} does not exist") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BenchctlError(f"matrix file {p} is not readable YAML ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise BenchctlError(f"matrix file {p} must hold a mapping with keys: {', '.join(TOP_KEYS)}")
+    return parse_matrix(data, str(p))
+
+
+def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
+    """A matrix mapping (the YAML's content) -> MatrixSpec with every cell validated by the trainer's config."""
+    _check_keys(data, TOP_KEYS, path, "")
+    if "estimators" not in data or not isinstance(data["estimators"], dict) or not data["estimators"]:
+        raise BenchctlError(f"{path}: 'estimators' must map estimator names to hyperparameter grids, "
+                            "e.g. estimators: {grpo: {}, ha_dw: {lambda_scale: [1.3, 1.5]}}")
+    models = [str(m) for m in _as_list(data.get("models", ["tiny"]), "models", path)]
+    task = data.get("task", "arith")
+    if not isinstance(task, str):
+        raise BenchctlError(f"{path}: task must be one task name or JSON Lines file; got {task!r}")
+    recipes = _as_list(data.get("recipes", [None]), "recipes", path)
+    group_sizes = _ints(data, "group_sizes", [8], path)
+    seeds = _ints(data, "seeds", [0], path)
+    train = _train_settings(data.get("train") or {}, path)
+    eval_settings = _eval_settings(data.get("eval") or {}, task, path)
+    cells = []
+    for model, (label, entry) in itertools.product(models, data["estimators"].items()):
+        entry = _entry(label, entry, path)
+        for params in entry["grid"]:
+            for recipe in entry["recipes"] or recipes:
+                for g, seed in itertools.product(group_sizes, seeds):
+                    cells.append(Cell("", model, task, str(label), entry["estimator"], params, recipe, g, seed,
+                                      train, eval_settings))
+    cells = _named(cells)
+    for cell in cells:
+        _validate(cell, path)
+    return MatrixSpec(path, tuple(cells))
+
+
+def _entry(label: Any, entry: Any, path: str) -> dict:
+    where = f"estimators.{label}"
+    if entry is None:
+        entry = {}
+    if not isinstance(entry, dict):
+        raise BenchctlError(f"{path}: {where} must be a mapping of hyperparameters (lists are grid axes); "
+                            f"got {entry!r}")
+    estimator = str(entry.get("estimator", label))
+    recipes = entry.get("recipe")
+    recipes = [] if "recipe" not in entry else _as_list(recipes, f"{where}.recipe", path)
+    axes = {str(k): _as_list(v, f"{where}.{k}", path) for k, v in sorted(entry.items(), key=lambda kv: str(kv[0]))
+            if k not in ENTRY_KEYS}
+    for key, values in axes.items():
+        for v in values:
+            if isinstance(v, (dict, list)) or v is None:
+                raise BenchctlError(f"{path}: {where}.{key} must be a number, bool or string (or a list of them); "
+                                    f"got {v!r}")
+    grid = [tuple(zip(axes, point)) for point in itertools.product(*axes.values())]
+    return {"estimator": estimator, "recipes": recipes, "grid": grid}
+
+
+def _train_settings(train: Any, path: str) -> tuple[tuple[str, Any], ...]:
+    from benchctl.trainers.config import TrainConfig, field_names
+
+    if not isinstance(train, dict):
+        raise BenchctlError(f"{path}: train must be a mapping of `benchctl train` settings; got {train!r}")
+    valid = tuple(n for n in field_names() if n not in CELL_KEYS)
+    train = {str(k).replace("-", "_"): v for k, v in train.items()}
+    _check_keys(train, valid, path, "train: ")
+    types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
+    out = {}
+    for key, value in train.items():
+        if isinstance(value, str) and types[key].startswith("float"):
+            try:  # YAML 1.1 reads 5e-4 as a string
+                value = float(value)
+            except ValueError:
+                raise BenchctlError(f"{path}: train.{key}={value!r} is not a number") from None
+        out[key] = value
+    return tuple(sorted(out.items()))
+
+
+def _eval_settings(data: Any, task: str, path: str) -> EvalSettings:
+    from benchctl.results.kspec import parse_ks
+    from benchctl.tasks import get_task
+
+    if not isinstance(data, dict):
+        raise BenchctlError(f"{path}: eval must be a mapping with keys: {', '.join(EVAL_KEYS)}")
+    _check_keys(data, EVAL_KEYS, path, "eval: ")
+    tasks = tuple(str(t) for t in _as_list(data.get("tasks", [task]), "eval.tasks", path))
+    for name in tasks:
+        get_task(name)  # an unknown task fails here, before any work
+    k = data.get("k", [1])
+    ks = parse_ks(",".join(str(x) for x in k) if isinstance(k, list) else str(k))
+    n = data.get("n", max(ks))
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise BenchctlError(f"{path}: eval.n must be an integer >= 1; got {n!r}")
+    if max(ks) > n:
+        raise BenchctlError(f"{path}: eval k={max(ks)} > n={n}: pass@k needs k <= n")
+    settings = EvalSettings(tasks=tasks, ks=ks, n=n, **{k: data[k] for k in EVAL_KEYS[3:] if k in data})
+    from benchctl.evaluation import EvalConfig
+
+    try:  # the eval's own range checks, now rather than after the first training run
+        EvalConfig(model="check", tasks=tasks, ks=ks, n=n, temperature=settings.temperature, top_p=settings.top_p,
+                   max_tokens=settings.max_tokens or 1, limit=settings.limit, resamples=settings.resamples)
+    except TypeError as exc:
+        raise BenchctlError(f"{path}: eval: {exc}") from None
+    except BenchctlError as exc:
+        raise BenchctlError(f"{path}: eval: {exc}") from None
+    return settings
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "-", text).strip("-")
+
+
+def cell_name(cell: Cell) -> str:
+    """`<model>-<label>[-<param>=<value>...][-<recipe>]-G<G>-s<seed>` (sanitised to [A-Za-z0-9_.=+-])."""
+    model = cell.model if cell.model == "tiny" else Path(cell.model.rstrip("/")).name
+    parts = [model, cell.label, *(f"{k}={_text(v)}" for k, v in cell.params)]
+    if cell.recipe is not None and cell.recipe != cell.label:
+        parts.append(cell.recipe)
+    parts += [f"G{cell.group_size}", f"s{cell.seed}"]
+    return "-".join(_slug(p) for p in parts)
+
+
+def cell_hash(cell: Cell) -> str:
+    """8 hex digits of the cell's identity (model, task, entry, grid point, recipe, G, seed, train settings)."""
+    ident = dataclasses.asdict(dataclasses.replace(cell, name=""))
+    return hashlib.blake2b(json.dumps(ident, sort_keys=True, default=str).encode(), digest_size=4).hexdigest()
+
+
+def _named(cells: list[Cell]) -> list[Cell]:
+    names = [cell_name(c) for c in cells]
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return [dataclasses.replace(c, name=n if counts[n] == 1 else f"{n}-h{cell_hash(c)}") for c, n in zip(cells, names)]
+
+
+def _validate(cell: Cell, path: str) -> None:
+    from benchctl.trainers import build_config
+
+    try:
+        build_config(flag_values=cell.train_values())
+    except BenchctlError as exc:
+        raise BenchctlError(f"{path}: cell {cell.name}: {exc}") from None
