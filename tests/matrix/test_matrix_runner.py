@@ -1,0 +1,117 @@
+"""The matrix runner's bookkeeping with the training and evaluation patched out (no engine, seconds):
+failures are recorded with their reason and do not stop the other cells; a rerun skips finished cells and
+retries failed ones; the index is written after every state change."""
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from benchctl.errors import BenchctlError
+from benchctl.matrix import parse_matrix, run_matrix
+from benchctl.matrix import runner
+from benchctl.results.index import read_index
+
+SPEC = {"estimators": {"grpo": {}, "dr_grpo": {}, "ha_dw": {"lambda_scale": [1.3]}}, "group_sizes": [4],
+        "seeds": [0], "train": {"steps": 2}, "eval": {"tasks": ["arith"], "n": 2, "k": [1]}}
+
+
+class FakeWork:
+    """Stands in for train_cell / evaluate_cell: writes RUN/model and RUN/eval/final/summary.parquet."""
+
+    def __init__(self, fail: set[str]):
+        self.fail, self.trained, self.evaluated, self.index_seen = fail, [], [], []
+
+    def train(self, cell, run: Path):
+        self.index_seen.append(read_index(run.parents[1]).column("status").to_pylist())
+        self.trained.append(cell.name)
+        if cell.name in self.fail:
+            raise BenchctlError(f"boom in {cell.name}")
+        (run / "model").mkdir(parents=True)
+        (run / "model" / "config.json").write_text("{}")
+        return type("R", (), {"interrupted": False, "steps": 2})()
+
+    def evaluate(self, cell, run: Path):
+        self.evaluated.append(cell.name)
+        (run / "eval" / "final").mkdir(parents=True)
+        summary = pa.table({"task": ["arith"], "k": [1], "pass_at_k": [0.5]})
+        pq.write_table(summary, run / "eval" / "final" / "summary.parquet")
+        task = type("T", (), {"task": "arith", "summary": summary})()
+        return type("E", (), {"tasks": (task,)})()
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def install(fail=()):
+        work = FakeWork(set(fail))
+        monkeypatch.setattr(runner, "train_cell", work.train)
+        monkeypatch.setattr(runner, "evaluate_cell", work.evaluate)
+        return work
+    return install
+
+
+def test_failed_cell_is_recorded_with_reason_and_the_others_finish(tmp_path, fake):
+    spec = parse_matrix(SPEC)
+    work = fake(fail={"tiny-dr_grpo-G4-s0"})
+    outcome = run_matrix(spec, tmp_path)
+    assert [o.status for o in outcome.outcomes] == ["done", "failed", "done"]
+    index = read_index(tmp_path).to_pylist()
+    assert [(r["run"], r["status"]) for r in index] == [("runs/tiny-grpo-G4-s0", "done"),
+                                                         ("runs/tiny-dr_grpo-G4-s0", "failed"),
+                                                         ("runs/tiny-ha_dw-lambda_scale=1.3-G4-s0", "done")]
+    assert index[1]["reason"] == "boom in tiny-dr_grpo-G4-s0"
+    assert "boom" in (tmp_path / "runs" / "tiny-dr_grpo-G4-s0" / "error.txt").read_text()
+    # the index on disk while each cell trained: that cell `running`, earlier ones final, later ones pending
+    assert work.index_seen == [["running", "pending", "pending"], ["done", "running", "pending"],
+                               ["done", "failed", "running"]]
+
+
+def test_rerun_skips_finished_cells_and_retries_failed_ones(tmp_path, fake):
+    spec = parse_matrix(SPEC)
+    fake(fail={"tiny-dr_grpo-G4-s0"})
+    run_matrix(spec, tmp_path)
+    finished = tmp_path / "runs" / "tiny-grpo-G4-s0" / "eval" / "final" / "summary.parquet"
+    before = finished.stat().st_mtime_ns
+    work = fake(fail=())
+    outcome = run_matrix(spec, tmp_path)
+    assert work.trained == ["tiny-dr_grpo-G4-s0"] and work.evaluated == ["tiny-dr_grpo-G4-s0"]
+    assert [o.status for o in outcome.outcomes] == ["skipped", "done", "skipped"]
+    assert set(read_index(tmp_path).column("status").to_pylist()) == {"done"}
+    assert read_index(tmp_path).column("reason").null_count == 3
+    assert finished.stat().st_mtime_ns == before
+
+
+def test_done_in_index_but_eval_missing_is_run_again(tmp_path, fake):
+    spec = parse_matrix(SPEC)
+    fake()
+    run_matrix(spec, tmp_path)
+    import shutil
+
+    shutil.rmtree(tmp_path / "runs" / "tiny-grpo-G4-s0" / "eval")
+    work = fake()
+    run_matrix(spec, tmp_path)
+    assert work.evaluated == ["tiny-grpo-G4-s0"] and work.trained == []  # RUN/model present: evaluation only
+
+
+def test_rows_of_runs_from_other_matrix_files_are_kept(tmp_path, fake):
+    fake()
+    run_matrix(parse_matrix(SPEC), tmp_path)
+    fake()
+    run_matrix(parse_matrix({**SPEC, "estimators": {"grpo": {}}}), tmp_path)
+    assert len(read_index(tmp_path)) == 3
+
+
+def test_status_reports_index_state_and_final_pass_at_k(tmp_path, fake):
+    spec = parse_matrix(SPEC)
+    fake(fail={"tiny-dr_grpo-G4-s0"})
+    run_matrix(spec, tmp_path)
+    rows = {r.cell.name: r for r in runner.matrix_status(spec, tmp_path)}
+    assert rows["tiny-grpo-G4-s0"].status == "done" and rows["tiny-grpo-G4-s0"].pass_at == (("arith", 1, 0.5),)
+    assert rows["tiny-dr_grpo-G4-s0"].status == "failed"
+    assert rows["tiny-dr_grpo-G4-s0"].reason == "boom in tiny-dr_grpo-G4-s0"
+
+
+def test_unknown_executor_is_refused(tmp_path):
+    with pytest.raises(BenchctlError, match="unknown executor 'ray'; choose one of: serial"):
+        run_matrix(parse_matrix(SPEC), tmp_path, executor="ray")
