@@ -1,8 +1,9 @@
 """Run a matrix: train then evaluate every cell into RESULTS/runs/<cell>/, keeping RESULTS/index.parquet current.
 
 Resumability [our choice]:
-- a cell is *finished* when the index says `done` and RUN/eval/final/summary.parquet exists: it is skipped and
-  none of its files is touched;
+- a cell is *finished* when the index says `done`, RUN/eval/final/summary.parquet exists and RUN/config.json
+  holds the cell's settings: it is skipped and none of its files is touched (a run trained with other `train:`
+  settings than the file now gives is a failed cell, with that reason: its name cannot tell);
 - any other cell runs: a run folder with a config.json is continued from its latest checkpoint (the trainer's
   SIGKILL-safe resume; its stored config must match the cell's, except the settings a resume may change), a
   finished training (RUN/model present) goes straight to the evaluation, which resumes problem by problem;
@@ -94,7 +95,13 @@ def previous_status(results: Path) -> dict[str, dict]:
 
 def is_finished(results: Path, cell: Cell, previous: dict[str, dict]) -> bool:
     row = previous.get(cell_row(results, cell, "pending")["run"])
-    return row is not None and row.get("status") == "done" and eval_finished(run_folder(results, cell))
+    if row is None or row.get("status") != "done" or not eval_finished(run_folder(results, cell)):
+        return False
+    try:
+        check_not_stale(cell, run_folder(results, cell))
+    except BenchctlError:
+        return False  # runs again, and fails with the reason
+    return True
 
 
 # ---- executors ----------------------------------------------------------------------------------------------
@@ -171,7 +178,9 @@ def run_cell(cell: Cell, results: str) -> CellOutcome:
     run = run_folder(Path(results), cell)
     try:
         steps = None
-        if not (run / "model" / "config.json").is_file():
+        if (run / "model" / "config.json").is_file():
+            check_not_stale(cell, run)
+        else:
             result = train_cell(cell, run)
             if result.interrupted:
                 return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
@@ -184,6 +193,17 @@ def run_cell(cell: Cell, results: str) -> CellOutcome:
     pass_at = tuple((t.task, int(k), float(p)) for t in evaluation.tasks
                     for k, p in zip(t.summary.column("k").to_pylist(), t.summary.column("pass_at_k").to_pylist()))
     return CellOutcome(cell.name, "done", None, time.perf_counter() - start, steps, pass_at)
+
+
+def check_not_stale(cell: Cell, run: Path) -> None:
+    """A finished training run must have been made with the cell's settings: the run folder name holds only the
+    varied values, so a changed `train:` setting in the file would otherwise reuse runs made with the old one."""
+    stored = train_run.read_config(run)
+    for key, want in cell.train_values().items():
+        have = stored.get(key, {}).get("value", want)
+        if key != "progress" and have != want:
+            raise BenchctlError(f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
+                                "use another --results folder or remove the run folder")
 
 
 def _reason(exc: BaseException, run: Path) -> str:

@@ -12,6 +12,7 @@ from benchctl.errors import BenchctlError
 from benchctl.matrix import parse_matrix, run_matrix
 from benchctl.matrix import runner
 from benchctl.results.index import read_index
+from benchctl.results.train_run import write_config
 
 SPEC = {"estimators": {"grpo": {}, "dr_grpo": {}, "ha_dw": {"lambda_scale": [1.3]}}, "group_sizes": [4],
         "seeds": [0], "train": {"steps": 2}, "eval": {"tasks": ["arith"], "n": 2, "k": [1]}}
@@ -28,6 +29,7 @@ class FakeWork:
         self.trained.append(cell.name)
         if cell.name in self.fail:
             raise BenchctlError(f"boom in {cell.name}")
+        write_config(run, {k: {"value": v, "source": "flag"} for k, v in cell.train_values().items()})
         (run / "model").mkdir(parents=True)
         (run / "model" / "config.json").write_text("{}")
         return type("R", (), {"interrupted": False, "steps": 2})()
@@ -115,3 +117,12 @@ def test_status_reports_index_state_and_final_pass_at_k(tmp_path, fake):
 def test_unknown_executor_is_refused(tmp_path):
     with pytest.raises(BenchctlError, match="unknown executor 'ray'; choose one of: serial"):
         run_matrix(parse_matrix(SPEC), tmp_path, executor="ray")
+
+
+def test_finished_run_trained_with_other_settings_fails_with_the_reason(tmp_path, fake):
+    fake()
+    run_matrix(parse_matrix(SPEC), tmp_path)
+    work = fake()
+    outcome = run_matrix(parse_matrix({**SPEC, "train": {"steps": 5}}), tmp_path)
+    assert {o.status for o in outcome.outcomes} == {"failed"} and work.trained == []
+    assert "tiny-grpo-G4-s0 was trained with steps=2, the matrix file now says 5" in outcome.outcomes[0].reason
