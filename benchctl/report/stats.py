@@ -72,8 +72,10 @@ def baseline_pairs(data: ReportData, baseline: str | None) -> list[tuple[str, st
     runs = data.runs
     is_base = np.zeros(len(runs), bool)
     for col in (data.arm_column, "estimator", "estimator_label", "model"):
-        if col in runs:
-            is_base |= runs[col].astype(str).to_numpy() == baseline
+        if col in runs:  # the first column naming the baseline decides: arm `dapo` runs estimator grpo, not the arm
+            is_base = runs[col].astype(str).to_numpy() == baseline
+            if is_base.any():
+                break
     context = [c for c in data.group_by if c != data.arm_column and not c.startswith("est")]
     key = runs[context].astype(str).agg("|".join, axis=1) if context else pd.Series([""] * len(runs))
     base_arms = {}
