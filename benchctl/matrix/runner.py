@@ -237,10 +237,13 @@ def trainer_engine(stored: dict[str, dict]):
     from benchctl.engine import Engine
     from benchctl.trainers.policy import resolve_device
 
+    from benchctl.quiet import native_output_silenced
+
     value = {k: entry.get("value") for k, entry in stored.items()}
-    return Engine(value["model_resolved"], seed=value["seed"], logprobs_mode="processed_logprobs",
-                  sleep_mode=resolve_device(value["device"]) == "cuda",
-                  gpu_memory_utilization=value["gpu_memory_utilization"])
+    with native_output_silenced():  # reusing the LLM reloads the weights from disk: vLLM's loading bars
+        return Engine(value["model_resolved"], seed=value["seed"], logprobs_mode="processed_logprobs",
+                      sleep_mode=resolve_device(value["device"]) == "cuda",
+                      gpu_memory_utilization=value["gpu_memory_utilization"])
 
 
 def load_run_weights(engine, model_dir: Path) -> None:
