@@ -12,10 +12,10 @@ _STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim
           "interrupted": "yellow"}
 
 
-def _console():
+def _console(soft_wrap: bool = False):
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, soft_wrap=soft_wrap)
 
 
 def _pass(pass_at: Sequence[tuple[str, int, float]]) -> str:
@@ -57,7 +57,7 @@ def print_status(rows: Sequence[CellStatus]) -> None:
 def progress_printer(total: int):
     """An `on_event` callback for `run_matrix` printing one line per cell on stdout."""
     state = {"i": 0}
-    console = _console()
+    console = _console(soft_wrap=True)  # one line per event, also in a log file
 
     def on_event(kind: str, cell: Cell, outcome: CellOutcome | None) -> None:
         if kind == "skip":
@@ -78,4 +78,4 @@ def print_outcome(outcome: MatrixOutcome) -> None:
     counts: dict[str, int] = {}
     for o in outcome.outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-    _console().print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; index: {outcome.index}")
+    _console(soft_wrap=True).print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; index: {outcome.index}")
