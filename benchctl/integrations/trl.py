@@ -1,0 +1,116 @@
+"""benchctl's estimators inside TRL: `BenchctlGRPOTrainer`, TRL's `GRPOTrainer` with `estimator=`.
+
+    from benchctl.integrations.trl import BenchctlGRPOTrainer
+    trainer = BenchctlGRPOTrainer(model=..., reward_funcs=..., args=GRPOConfig(...), train_dataset=...,
+                                  estimator="ha_dw", estimator_params={"base": "dr_grpo", "lambda_scale": 1.5})
+
+TRL 1.x has no advantage hook (huggingface/trl issues 4525, 7291): it computes advantages inline in
+`_generate_and_score_completions`.  The narrowest override is used: `_calculate_rewards` keeps the rewards it
+gathered from every process, and after TRL's own step the advantages it returns (and the ones it logs) are
+replaced by `estimator.advantages(rewards (P, G))`, then sliced to this process as TRL slices its own.
+
+- Rewards: the weighted sum of the reward functions (`reward_weights`), as TRL's default
+  `multi_objective_aggregation="sum_then_normalize"`; "normalize_then_sum" is refused.  TRL's `scale_rewards`
+  is not used (the estimator decides); `loss_type` stays TRL's own axis (benchctl's `est.loss_agg` is the
+  estimator's default aggregation: seq-mean-token-mean = TRL "grpo", token-mean = "dapo",
+  seq-mean-token-sum-norm = "dr_grpo").  A completion that every reward function scored None is an error.
+- Groups: TRL lays out each prompt's `num_generations` completions contiguously, so rewards.view(-1, G).
+- State: one estimator per trainer; every process computes the same advantages from the same gathered
+  rewards, so its state stays identical everywhere.  Evaluation uses a copy, so it does not advance the
+  state.  Saved as `checkpoint-N/benchctl_estimator.json` and restored by `train(resume_from_checkpoint=...)`.
+- Logs: the estimator's diagnostics as `benchctl/<name>` in TRL's metrics (averaged per logging step).
+- Not available: OAR (`oar_g`, `oar_p`), which needs per-token importance scores TRL does not compute.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+from benchctl.errors import BenchctlError
+from benchctl.estimators import Estimator, get_estimator
+
+STATE_FILE = "benchctl_estimator.json"
+METRIC_PREFIX = "benchctl/"
+
+
+def build_estimator(estimator: str | Estimator, params: dict | None) -> Estimator:
+    """A name (+ hyperparameters, `get_estimator` keywords) or a ready `Estimator`; OAR is refused."""
+    if isinstance(estimator, Estimator):
+        if params:
+            raise BenchctlError("estimator_params apply to an estimator name, not to a ready Estimator")
+        est = estimator
+    else:
+        est = get_estimator(estimator, **(params or {}))
+    if est.token_scores is not None:
+        raise BenchctlError(f"{est.name} needs per-token {est.token_scores} scores that TRL's GRPOTrainer does "
+                            "not compute; use benchctl's trainer")
+    return est
+
+
+class BenchctlGRPOTrainer(GRPOTrainer):
+    """TRL's GRPOTrainer whose advantages are benchctl's `estimator` (a name or an `Estimator`)."""
+
+    def __init__(self, *args: Any, estimator: str | Estimator = "grpo", estimator_params: dict | None = None,
+                 **kwargs: Any) -> None:
+        self.estimator = build_estimator(estimator, estimator_params)
+        super().__init__(*args, **kwargs)
+        if self.multi_objective_aggregation != "sum_then_normalize":
+            raise BenchctlError("BenchctlGRPOTrainer needs multi_objective_aggregation='sum_then_normalize'; "
+                                f"got {self.multi_objective_aggregation!r}")
+        self._benchctl_rewards: torch.Tensor | None = None
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._benchctl_rewards = rewards_per_func  # (N_all, F), gathered from every process
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        group = self.num_generations if mode == "train" else self.num_generations_eval
+        est = self.estimator if mode == "train" else copy.deepcopy(self.estimator)
+        rewards = self._sequence_rewards()  # (N_all,)
+        adv = est.advantages(rewards.view(-1, group)).reshape(-1)  # (P, G) -> (N_all,)
+        local = output["advantages"].shape[0]
+        start = self.accelerator.process_index * local
+        output["advantages"] = adv[start:start + local].to(output["advantages"].dtype)
+        self._replace_logged_advantages(adv)
+        for key, value in est.diagnostics().items():
+            self._metrics[mode][METRIC_PREFIX + key].append(value)
+        return output
+
+    def _sequence_rewards(self) -> torch.Tensor:
+        per_func = self._benchctl_rewards  # (N_all, F)
+        unscorable = torch.isnan(per_func).all(dim=1)  # (N_all,)
+        if unscorable.any():
+            row = int(unscorable.nonzero()[0, 0])
+            raise BenchctlError(f"completion {row}: every reward function returned None; benchctl's estimators "
+                                "need a reward for every completion")
+        return (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
+
+    def _replace_logged_advantages(self, adv: torch.Tensor) -> None:
+        """TRL logs the advantages it computed; log ours instead (its last len(adv) entries)."""
+        logged = self._logs["advantages"]
+        for _ in range(min(len(adv), len(logged))):
+            logged.pop()
+        logged.extend(adv.tolist()[-logged.maxlen:] if logged.maxlen else adv.tolist())
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            with open(os.path.join(folder, STATE_FILE), "w") as f:
+                json.dump(self.estimator.state_dict(), f)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        path = os.path.join(checkpoint, STATE_FILE) if checkpoint is not None else None
+        if path is not None and os.path.exists(path):
+            with open(path) as f:
+                self.estimator.load_state_dict(json.load(f))

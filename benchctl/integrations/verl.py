@@ -1,0 +1,244 @@
+"""benchctl's estimators as veRL advantage estimators: `algorithm.adv_estimator=benchctl_<name>`.
+
+Turn on (veRL imports the module in every process that imports `verl`, the driver's TaskRunner included):
+
+    VERL_USE_EXTERNAL_MODULES=benchctl.integrations.verl python -m verl.trainer.main_ppo \\
+        algorithm.adv_estimator=benchctl_ha_dw +algorithm.benchctl.base=dr_grpo +algorithm.benchctl.lambda_scale=1.5
+
+- Names: every name in `benchctl.estimators.registered_names()` at import time, as `benchctl_<name>`.  A
+  third-party estimator module goes *before* this one in `VERL_USE_EXTERNAL_MODULES`, or calls `register_all()`
+  again after registering.
+- Hyperparameters: the mapping `algorithm.benchctl` (keys of `get_estimator`: the estimator's own fields, and
+  for modifiers `base` and `base_params` as well).  `config=None`, or a config without `benchctl`, gives the
+  estimator's defaults.  veRL's `norm_adv_by_std_in_grpo` / `epsilon` are not read: pick `benchctl_dr_grpo`
+  or set `std` / `eps`.
+- Calling convention (veRL `compute_advantage`): token_level_rewards (B, T), response_mask (B, T), index (B,)
+  uids, config (the `algorithm` config) -> (advantages, returns), both (B, T) = the sequence advantage
+  broadcast over response_mask.  The sequence reward is the sum of the token-level rewards.
+- Groups: rows with the same uid form a group, in any order (veRL's balance_batch interleaves them); groups
+  are taken in order of first appearance and rows in arrival order, so the (P, G) batch benchctl sees is
+  the natural one.  Groups of unequal size are refused with an error naming the sizes: benchctl's estimators
+  are defined on a (P, G) batch, and padding or splitting it would change batch-level statistics and step a
+  stateful estimator more than once per training step.  veRL's `rollout.n` gives equal groups; filter whole
+  groups (as DAPO's `filter_groups` does), never single responses.
+- State (HA-DW anchor, AVSPO tau): one `Estimator` per (name, hyperparameters) lives in the process that
+  calls the function (veRL's driver) for the whole run.  veRL offers no checkpoint hook for estimators, so
+  importing this module wraps `RayPPOTrainer._save_checkpoint` / `_load_checkpoint` to also write / read
+  `global_step_N/benchctl_estimators.json` (`STATE_FILE`); `SESSION.save(dir)` / `SESSION.load(dir)` do
+  the same for other trainers.
+- Not available here: OAR (`oar_g`, `oar_p`) needs per-token importance scores from the policy, which
+  veRL's estimator interface does not pass; its functions are registered and raise an error naming this.
+- Diagnostics: `SESSION.diagnostics()` (veRL's compute_advantage has no metrics return path).
+
+Deviations from veRL's own estimators: benchctl's formulas (spec §2), e.g. degenerate groups get exactly 0.0
+and a group of one rollout is an ordinary (degenerate) group, where veRL's GRPO uses mean 0 / std 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+from benchctl.errors import BenchctlError
+from benchctl.estimators import Estimator, get_estimator, registered_names
+
+PREFIX = "benchctl_"
+CONFIG_KEY = "benchctl"  # algorithm.benchctl.<hyperparameter>
+STATE_FILE = "benchctl_estimators.json"
+
+
+class EstimatorSession:
+    """The run's estimators, one per (name, hyperparameters), and their cross-step state."""
+
+    def __init__(self) -> None:
+        self.estimators: dict[str, Estimator] = {}
+        self.pending: dict[str, dict] = {}  # states loaded before their estimator was first called
+
+    @staticmethod
+    def key(name: str, params: dict) -> str:
+        return f"{name}{json.dumps(params, sort_keys=True, default=str)}"
+
+    def estimator(self, name: str, params: dict) -> Estimator:
+        """The run's estimator for (name, params), built on first use (with any state loaded for it)."""
+        key = self.key(name, params)
+        if key not in self.estimators:
+            est = get_estimator(name, **params)
+            if key in self.pending:
+                est.load_state_dict(self.pending.pop(key))
+            self.estimators[key] = est
+        return self.estimators[key]
+
+    def state_dict(self) -> dict:
+        return {key: est.state_dict() for key, est in self.estimators.items()} | dict(self.pending)
+
+    def load_state_dict(self, data: dict) -> None:
+        """Restore states; an estimator not yet built gets its state when first called."""
+        for key, state in data.items():
+            if key in self.estimators:
+                self.estimators[key].load_state_dict(state)
+            else:
+                self.pending[key] = state
+
+    def diagnostics(self) -> dict[str, dict[str, float]]:
+        return {key: est.diagnostics() for key, est in self.estimators.items()}
+
+    def save(self, folder: str) -> None:
+        """Write the states to folder/STATE_FILE (temporary file, then rename)."""
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, STATE_FILE)
+        with open(path + ".tmp", "w") as f:
+            json.dump(self.state_dict(), f)
+        os.replace(path + ".tmp", path)
+
+    def load(self, folder: str) -> bool:
+        """Read folder/STATE_FILE if present; False when the checkpoint has none."""
+        path = os.path.join(folder, STATE_FILE)
+        if not os.path.exists(path):
+            return False
+        with open(path) as f:
+            self.load_state_dict(json.load(f))
+        return True
+
+    def reset(self) -> None:
+        self.estimators.clear()
+        self.pending.clear()
+
+
+SESSION = EstimatorSession()
+
+
+def params_from_config(config: Any) -> dict:
+    """algorithm.benchctl as a plain dict ({} for config=None or no such key); DictConfig, dict or dataclass."""
+    if config is None:
+        return {}
+    section = config.get(CONFIG_KEY) if hasattr(config, "get") else getattr(config, CONFIG_KEY, None)
+    if section is None:
+        return {}
+    if not hasattr(section, "items"):
+        raise BenchctlError(f"algorithm.{CONFIG_KEY} must be a mapping of hyperparameters; got {section!r}")
+    return _plain(section)
+
+
+def _plain(value: Any) -> Any:
+    """OmegaConf containers / mappings / lists -> plain Python values."""
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
+        return [_plain(v) for v in value]
+    return value
+
+
+def group_order(index: Any, batch: int) -> tuple[np.ndarray, int, int]:
+    """Row order that lays the flat batch out as (P, G): groups by first appearance, rows in arrival order.
+
+    Returns (order (P*G,), P, G); BenchctlError for groups of unequal size or a missing index.
+    """
+    if index is None:
+        raise BenchctlError("benchctl estimators need veRL's group index (uid); none was passed")
+    ids = np.asarray(index).reshape(-1)  # (B,)
+    if ids.shape[0] != batch:
+        raise BenchctlError(f"index has {ids.shape[0]} entries for a batch of {batch} responses")
+    first: dict = {}
+    group = np.fromiter((first.setdefault(u, len(first)) for u in ids.tolist()), dtype=np.intp, count=batch)  # (B,)
+    sizes = np.bincount(group)  # (P,)
+    if sizes.min() != sizes.max():
+        shown = ", ".join(f"{size} x {count}" for size, count in zip(*np.unique(sizes, return_counts=True)))
+        raise BenchctlError(f"groups of unequal size (responses x groups: {shown}); benchctl's estimators need "
+                            "(P, G) groups of one size: keep rollout.n fixed and filter whole groups")
+    return np.argsort(group, kind="stable"), len(sizes), int(sizes[0])
+
+
+def compute_advantages(name: str, token_level_rewards, response_mask, index=None, config=None, **_) -> tuple:
+    """veRL's estimator call for benchctl estimator `name`; (B, T) tensors in, (advantages, returns) out."""
+    est = SESSION.estimator(name, params_from_config(config))
+    if est.token_scores is not None:
+        raise BenchctlError(f"{PREFIX}{name} needs per-token {est.token_scores} scores from the policy, which "
+                            "veRL's advantage-estimator interface does not pass; use benchctl's trainer")
+    scores = token_level_rewards.sum(dim=-1)  # (B,) sequence rewards
+    order, p, g = group_order(index, scores.shape[0])
+    rows = _as_index(order, scores)  # (P*G,)
+    adv_pg = est.advantages(scores[rows].reshape(p, g))  # (P, G), the dtype/device of the rewards
+    seq = scores.new_empty(scores.shape)  # (B,)
+    seq[rows] = adv_pg.reshape(-1)
+    advantages = seq.unsqueeze(-1) * response_mask  # (B, T)
+    return advantages, advantages
+
+
+def _as_index(order: np.ndarray, like):
+    import torch
+
+    return torch.as_tensor(order, device=like.device)
+
+
+def estimator_fn(name: str) -> Callable:
+    """The function registered with veRL as `benchctl_<name>` (one object per name, so re-registering is a no-op)."""
+    return _estimator_fn(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _estimator_fn(name: str) -> Callable:
+    def fn(token_level_rewards, response_mask, index=None, config=None, **kwargs):
+        return compute_advantages(name, token_level_rewards, response_mask, index, config, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = f"{PREFIX}{name}"
+    fn.__doc__ = f"benchctl estimator {name!r} (see `benchctl estimators show {name}`), veRL calling convention."
+    return fn
+
+
+def register_all() -> list[str]:
+    """Register every benchctl estimator not yet known to veRL; returns the veRL names now registered."""
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+
+    for name in registered_names():
+        if ADV_ESTIMATOR_REGISTRY.get(PREFIX + name) is not estimator_fn(name):
+            register_adv_est(PREFIX + name)(estimator_fn(name))
+    return [PREFIX + name for name in registered_names()]
+
+
+def patch_checkpoints(trainer_cls: type | None = None) -> bool:
+    """Make veRL's trainer save/load the session with its checkpoints; False when its trainer is missing."""
+    if trainer_cls is None:
+        try:
+            from verl.trainer.ppo.ray_trainer import RayPPOTrainer as trainer_cls
+        except ImportError:
+            return False
+    if getattr(trainer_cls._save_checkpoint, "_benchctl", False):
+        return True
+    save, load = trainer_cls._save_checkpoint, trainer_cls._load_checkpoint
+
+    @functools.wraps(save)
+    def _save_checkpoint(self, *args, **kwargs):
+        out = save(self, *args, **kwargs)
+        SESSION.save(os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}"))
+        return out
+
+    @functools.wraps(load)
+    def _load_checkpoint(self, *args, **kwargs):
+        out = load(self, *args, **kwargs)
+        folder = checkpoint_folder(self.config.trainer, getattr(self, "global_steps", 0))
+        if folder is not None:
+            SESSION.load(folder)
+        return out
+
+    _save_checkpoint._benchctl = _load_checkpoint._benchctl = True
+    trainer_cls._save_checkpoint, trainer_cls._load_checkpoint = _save_checkpoint, _load_checkpoint
+    return True
+
+
+def checkpoint_folder(trainer_config: Any, global_steps: int) -> str | None:
+    """The global_step_N folder veRL's _load_checkpoint resumed from, or None when it started from scratch."""
+    if trainer_config.get("resume_mode") == "disable" or not global_steps:
+        return None
+    if trainer_config.get("resume_mode") == "resume_path":
+        folder = trainer_config.get("resume_from_path")
+    else:
+        folder = os.path.join(trainer_config.get("default_local_dir"), f"global_step_{global_steps}")
+    return os.path.abspath(folder)
+
+
+register_all()
+patch_checkpoints()
