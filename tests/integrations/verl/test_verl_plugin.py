@@ -83,6 +83,25 @@ def test_verl_function_returns_benchctls_advantages_broadcast_over_the_mask_for_
     assert est.diagnostics() == reference.diagnostics()
 
 
+@pytest.mark.parametrize("name", ["ha_dw", "avspo"])
+def test_verls_trainer_compute_advantage_on_a_dataproto_uses_benchctls_advantages(name):
+    """The driver's own call (ray_trainer.compute_advantage) on DataProto batches, step after step."""
+    from verl import DataProto
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    rng = np.random.default_rng(6)
+    config = OmegaConf.create({"adv_estimator": plugin.PREFIX + name, "gamma": 1.0, "lam": 1.0,
+                               "norm_adv_by_std_in_grpo": True, "benchctl": {}})
+    reference = get_estimator(name)
+    for _ in range(3):
+        rewards, perm, token_rewards, mask, uids = verl_batch(rng, groups=4, size=8)
+        data = DataProto.from_dict(tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+                                   non_tensors={"uid": uids})
+        data = compute_advantage(data, adv_estimator=config.adv_estimator, num_repeat=8, config=config)
+        want = expected_tokens(reference.advantages(torch.from_numpy(rewards)), perm, mask)
+        assert torch.equal(data.batch["advantages"], want)
+
+
 def test_hyperparameters_come_from_the_algorithm_benchctl_mapping():
     rng = np.random.default_rng(0)
     config = OmegaConf.create({"adv_estimator": "benchctl_ha_dw", "norm_adv_by_std_in_grpo": True,
