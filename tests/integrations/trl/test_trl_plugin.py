@@ -110,6 +110,23 @@ def test_estimator_state_is_saved_with_each_checkpoint_and_restored_on_resume(tr
     assert resumed.estimator.state_dict() == reference.state_dict()
 
 
+def test_evaluation_batches_use_the_estimator_without_advancing_its_state(trained):
+    trainer = trained[0]
+    before = trainer.estimator.state_dict()
+    recorded = []
+    trainer.reward_funcs[0] = lambda completions, **kw: recorded.append(reward_spread(completions)) or recorded[-1]
+    trainer.model.eval()
+    try:
+        output = trainer._generate_and_score_completions([{"prompt": "1+2="} for _ in range(G)] * 2)
+    finally:
+        trainer.model.train()
+    assert trainer.estimator.state_dict() == before
+    reference = get_estimator("ha_dw", **PARAMS)
+    reference.load_state_dict(before)
+    want = reference.advantages(torch.tensor(recorded[-1], dtype=torch.float32).view(-1, G)).reshape(-1)
+    assert torch.equal(output["advantages"], want)
+
+
 def test_oar_needs_token_scores_trl_does_not_compute():
     with pytest.raises(BenchctlError, match="per-token"):
         BenchctlGRPOTrainer(model="unused", estimator="oar_g")
