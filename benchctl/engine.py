@@ -278,7 +278,8 @@ class Engine:
             with native_output_silenced():  # C++ warnings, Triton notices, the weight-loading bar (benchctl/quiet.py)
                 _LLMS[key] = _start_llm(self.config)
         elif key in _DIRTY:  # an earlier Engine on this LLM swapped weights: start from the checkpoint again
-            self._reload_from_disk(_LLMS[key])
+            with native_output_silenced():  # vLLM's weight-loading bar
+                self._reload_from_disk(_LLMS[key])
             _DIRTY.discard(key)
         self._key, self.llm = key, _LLMS[key]
         self.tokenizer = self.llm.get_tokenizer()

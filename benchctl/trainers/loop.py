@@ -87,7 +87,7 @@ def train_step(s: Session, step: int) -> dict[str, float]:
     """One step: rollout -> reward -> advantage -> loss/update -> sync; returns its metrics row."""
     cfg, times, start = s.cfg, PhaseTimer(), time.perf_counter()
     # ---- rollout + reward (DAPO dynamic sampling repeats both until the batch is full) -------------------
-    problems, groups, rewards, sampled, rounds = collect(s, step, times)
+    problems, groups, rewards, sampled, rounds, generated = collect(s, step, times)
     samples = [x for group in groups for x in group]  # N = P * G rollouts, group-major
     # ---- advantage ----------------------------------------------------------------------------------------
     with times("advantage"):
@@ -108,15 +108,16 @@ def train_step(s: Session, step: int) -> dict[str, float]:
         s.engine.load_weights(engine_state_dict(s.model))
     # ---- log ----------------------------------------------------------------------------------------------
     num_tokens = np.array([x.num_tokens for x in samples])
-    s.state.tokens_total += int(num_tokens.sum())
-    s.state.samples_total += len(samples)
+    s.state.tokens_total += generated  # every rollout generated, DAPO's dropped groups included (compute spent)
+    s.state.samples_total += sampled.size
     train_run.write_rollouts(s.run, step, train_run.rollout_table(
         step, [p.id for p in problems], rewards, seq_adv, num_tokens, [x.finish_reason for x in samples],
         [x.text for x in samples]))
     row = {"step": step, **M.reward_metrics(rewards, sampled), **M.estimator_metrics(s.estimator.diagnostics()),
            **M.advantage_metrics(seq_adv), **update_metrics,
            **M.response_metrics(num_tokens, np.array([x.finish_reason == "length" for x in samples])),
-           "rollout/tokens_total": s.state.tokens_total, "rollout/samples_total": s.state.samples_total,
+           "rollout/tokens": generated, "rollout/tokens_total": s.state.tokens_total,
+           "rollout/samples_total": s.state.samples_total,
            "rollout/rounds": rounds, "optim/lr": s.scheduler.get_last_lr()[0]}
     row.update({f"time/{k}": v for k, v in times.items()})
     row["time/step"] = time.perf_counter() - start
@@ -124,14 +125,15 @@ def train_step(s: Session, step: int) -> dict[str, float]:
 
 
 def collect(s: Session, step: int, times: PhaseTimer):
-    """P prompts with G graded rollouts each -> (problems, groups, rewards (P, G), every group sampled, rounds)."""
+    """P prompts with G graded rollouts each -> (problems, groups, rewards (P, G), rewards of every group sampled,
+    rounds, tokens generated in all rounds)."""
     from benchctl.engine import SamplingConfig
 
     cfg = s.cfg
     sampling = SamplingConfig(n=cfg.group_size, temperature=cfg.temperature, top_p=cfg.top_p,
                               max_tokens=s.max_tokens, seed=cfg.seed, logprobs=True)
     kept: list[tuple] = []  # (problem, samples, rewards (G,))
-    seen, last, rounds = [], [], 0
+    seen, last, rounds, generated = [], [], 0, 0
     while len(kept) < cfg.prompts_per_step and rounds < (cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
         rounds += 1
         positions = range(s.state.data_pos, s.state.data_pos + cfg.prompts_per_step - len(kept))
@@ -145,12 +147,13 @@ def collect(s: Session, step: int, times: PhaseTimer):
             verdicts = s.task.grade([(p, x.text) for p, group in zip(problems, groups) for x in group])
             rewards = np.array([float(v.correct) for v in verdicts]).reshape(len(problems), cfg.group_size)
         seen.append(rewards)
+        generated += sum(x.num_tokens for group in groups for x in group)
         last = list(zip(problems, groups, rewards))
         keep = ~group_stats(rewards).degenerate if cfg.dynamic_sampling else np.ones(len(problems), dtype=bool)
         kept += [item for item, k in zip(last, keep) if k]
     kept = kept or last  # dynamic sampling found no informative group: train on the last round (a no-op update)
     problems, groups, rewards = zip(*kept)
-    return list(problems), list(groups), np.stack(rewards), np.concatenate(seen), rounds
+    return list(problems), list(groups), np.stack(rewards), np.concatenate(seen), rounds, generated
 
 
 def importance_scores(s: Session, batch, samples) -> tuple[np.ndarray | None, np.ndarray]:

@@ -29,10 +29,10 @@ def advantage_metrics(adv: np.ndarray) -> dict[str, float]:
 
 
 def response_metrics(num_tokens: np.ndarray, truncated: np.ndarray) -> dict[str, float]:
-    """Length (mean, max) and truncation rate of the responses, and the tokens generated this step."""
+    """Length (mean, max) and truncation rate of the trained responses."""
     return {
         "response/length_mean": float(num_tokens.mean()), "response/length_max": float(num_tokens.max()),
-        "response/truncated": float(truncated.mean()), "rollout/tokens": float(num_tokens.sum()),
+        "response/truncated": float(truncated.mean()),
     }
 
 

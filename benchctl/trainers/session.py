@@ -136,7 +136,8 @@ def open_session(cfg: TrainConfig) -> Session:
     optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-    engine = Engine(model_ref.path, seed=cfg.seed, logprobs_mode="processed_logprobs", sleep_mode=device == "cuda",
+    # Engine seed 0 [our choice]: requests carry their own seeds, so runs with other seeds share one vLLM instance.
+    engine = Engine(model_ref.path, seed=0, logprobs_mode="processed_logprobs", sleep_mode=device == "cuda",
                     gpu_memory_utilization=cfg.gpu_memory_utilization)
     pad = engine.tokenizer.pad_token_id
     session = Session(cfg, run, model_ref.path, task, problems, eval_name, estimator, loss_agg(cfg, estimator),

@@ -5,6 +5,7 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
+import pyarrow.compute as pc
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -136,3 +137,24 @@ def test_a_json_lines_task_file_trains_with_the_math_grader(tiny_model, tmp_path
     rollouts = train_run.read_rollouts(run)
     assert result.steps == 1 and rollouts.num_rows == 8
     assert set(rollouts.column("problem_id").to_pylist()) <= {f"s{i}" for i in range(6)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [
+    {"recipe": "dapo"}, {"recipe": "gspo", "epochs": 2}, {"recipe": "dr_grpo"},
+    {"kl_coef": 0.05, "mini_batches": 2, "loss_agg": "token-mean-nondegenerate"},
+], ids=["dapo", "gspo-2-epochs", "dr_grpo", "kl-minibatches-dgpo-agg"])
+def test_recipes_and_update_options_train_end_to_end(extra, tiny_model, tmp_path):
+    run = tmp_path / "run"
+    result = train(build_config(flag_values={**SMALL, **extra, "out": str(run)}))
+    rollouts = train_run.read_rollouts(run)
+    for row in result.metrics:
+        logged = sum(rollouts.filter(pc.equal(rollouts["step"], row["step"]))["num_tokens"].to_pylist())
+        assert row["rollout/tokens"] >= logged  # DAPO's dropped groups count as compute spent
+        assert math.isfinite(row["policy/grad_norm"])
+        if extra.get("kl_coef"):
+            assert math.isfinite(row["policy/kl"]) and row["update/rows_skipped"] == 0
+    if extra.get("recipe") == "dapo":
+        kept = np.array(rollouts["reward"].to_pylist()).reshape(-1, 8)
+        informative = kept.std(axis=1) > 0
+        assert informative.all() or result.metrics[0]["rollout/rounds"] == 8  # only informative groups trained
