@@ -174,19 +174,19 @@ def _as_index(order: np.ndarray, like):
     return torch.as_tensor(order, device=like.device)
 
 
+_FUNCTIONS: dict[str, Callable] = {}  # one function object per name, so registering again is a no-op
+
+
 def estimator_fn(name: str) -> Callable:
-    """The function registered with veRL as `benchctl_<name>` (one object per name, so re-registering is a no-op)."""
-    return _estimator_fn(name)
+    """The function registered with veRL as `benchctl_<name>`."""
+    if name not in _FUNCTIONS:
+        def fn(token_level_rewards, response_mask, index=None, config=None, **kwargs):
+            return compute_advantages(name, token_level_rewards, response_mask, index, config, **kwargs)
 
-
-@functools.lru_cache(maxsize=None)
-def _estimator_fn(name: str) -> Callable:
-    def fn(token_level_rewards, response_mask, index=None, config=None, **kwargs):
-        return compute_advantages(name, token_level_rewards, response_mask, index, config, **kwargs)
-
-    fn.__name__ = fn.__qualname__ = f"{PREFIX}{name}"
-    fn.__doc__ = f"benchctl estimator {name!r} (see `benchctl estimators show {name}`), veRL calling convention."
-    return fn
+        fn.__name__ = fn.__qualname__ = PREFIX + name
+        fn.__doc__ = f"benchctl estimator {name!r} (`benchctl estimators show {name}`), veRL's calling convention."
+        _FUNCTIONS[name] = fn
+    return _FUNCTIONS[name]
 
 
 def register_all() -> list[str]:
