@@ -234,16 +234,13 @@ def train_cell(cell: Cell, run: Path):
 def trainer_engine(stored: dict[str, dict]):
     """The vLLM engine the trainer used for this run (same construction arguments as
     `benchctl.trainers.session.open_session`, so the process-wide LLM is reused and vLLM does not start again)."""
-    from benchctl.engine import Engine
-    from benchctl.trainers.policy import resolve_device
-
     from benchctl.quiet import native_output_silenced
+    from benchctl.trainers.policy import resolve_device
+    from benchctl.trainers.session import trainer_engine as build
 
     value = {k: entry.get("value") for k, entry in stored.items()}
     with native_output_silenced():  # reusing the LLM reloads the weights from disk: vLLM's loading bars
-        return Engine(value["model_resolved"], seed=value["seed"], logprobs_mode="processed_logprobs",
-                      sleep_mode=resolve_device(value["device"]) == "cuda",
-                      gpu_memory_utilization=value["gpu_memory_utilization"])
+        return build(value["model_resolved"], resolve_device(value["device"]), value["gpu_memory_utilization"])
 
 
 def load_run_weights(engine, model_dir: Path) -> None:

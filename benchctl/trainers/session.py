@@ -108,7 +108,6 @@ def open_session(cfg: TrainConfig) -> Session:
     """Load data, model, engine; create the run folder, or restore it from its latest checkpoint."""
     import torch
 
-    from benchctl.engine import Engine
     from benchctl.results.runs import resolve_model
     from benchctl.trainers.policy import default_threads, load_policy, resolve_device
 
@@ -136,9 +135,7 @@ def open_session(cfg: TrainConfig) -> Session:
     optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-    # Engine seed 0 [our choice]: requests carry their own seeds, so runs with other seeds share one vLLM instance.
-    engine = Engine(model_ref.path, seed=0, logprobs_mode="processed_logprobs", sleep_mode=device == "cuda",
-                    gpu_memory_utilization=cfg.gpu_memory_utilization)
+    engine = trainer_engine(model_ref.path, device, cfg.gpu_memory_utilization)
     pad = engine.tokenizer.pad_token_id
     session = Session(cfg, run, model_ref.path, task, problems, eval_name, estimator, loss_agg(cfg, estimator),
                       resolved_max_tokens(cfg), device, cfg.threads or default_threads(), model, ref, optimizer,
@@ -146,6 +143,16 @@ def open_session(cfg: TrainConfig) -> Session:
     if ckpt:
         restore(session, train_run.checkpoint_dir(run, ckpt))
     return session
+
+
+def trainer_engine(model: str, device: str, gpu_memory_utilization: float):
+    """The trainer's vLLM engine for `model` (process-wide: the same arguments reuse one LLM, e.g. across matrix
+    cells). Seed 0 [our choice]: requests carry their own seeds, so runs with any seed share one instance;
+    log-probs of the sampling distribution (temperature applied), as the policy computes them."""
+    from benchctl.engine import Engine
+
+    return Engine(model, seed=0, logprobs_mode="processed_logprobs", sleep_mode=device == "cuda",
+                  gpu_memory_utilization=gpu_memory_utilization)
 
 
 def restore(s: Session, path: Path) -> None:
