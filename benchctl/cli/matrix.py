@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -21,7 +21,10 @@ def run_command(
     results: Results = "results",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells and their run folders; run nothing.")] = False,
     executor: Annotated[str, typer.Option("--executor", help="How cells run: serial (one after another, one "
-                                          "engine start).")] = "serial",
+                                          "engine start) or ray (one Ray task per cell, one GPU each where "
+                                          "there are GPUs).")] = "serial",
+    address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster address (--executor ray); "
+                                                   "default: a local cluster for this command.")] = None,
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
     interrupted ones from their checkpoint and retries failed ones. Exit 1 when a cell failed, 130 on Ctrl-C."""
@@ -32,7 +35,8 @@ def run_command(
     if dry_run:
         print_cells(spec, results)
         return
-    outcome = run_matrix(spec, results, executor=executor, on_event=progress_printer(len(spec.cells)))
+    outcome = run_matrix(spec, results, executor=executor, on_event=progress_printer(len(spec.cells)),
+                         address=address)
     print_outcome(outcome)
     if outcome.interrupted or outcome.failed:
         raise typer.Exit(130 if outcome.interrupted else 1)

@@ -13,8 +13,9 @@ Resumability [our choice]:
 - the index is written whole and atomically before the first cell and after each state change, so a killed
   matrix leaves the last complete index (the running cell shows `running`) and never half a table.
 
-Cells run one after another through an *executor*: `serial` here (one process; the trainer's vLLM engine is
-shared per process, so it starts once). An executor is `fn(cells, work, on_start, on_done)`; `work(cell)` is
+Cells run through an *executor*: `serial` (one after another in one process; the trainer's vLLM engine is
+shared per process, so it starts once) or `ray` (one Ray task per cell, `benchctl.matrix.ray_executor`).
+An executor is `fn(cells, work, on_start, on_done)`; `work(cell)` is
 picklable (`functools.partial` of a module-level function), so a Ray executor (one cell per GPU) can submit it
 as a task and call `on_start` / `on_done` in the driver, which alone writes the index.
 """
@@ -110,8 +111,8 @@ Work = Callable[[Cell], CellOutcome]
 Executor = Callable[[Sequence[Cell], Work, Callable[[Cell], None], Callable[[Cell, CellOutcome], None]], None]
 
 
-def serial_executor(cells: Sequence[Cell], work: Work, on_start, on_done) -> None:
-    """One cell after another in this process; stops after an interrupted cell."""
+def serial_executor(cells: Sequence[Cell], work: Work, on_start, on_done, address: str | None = None) -> None:
+    """One cell after another in this process; stops after an interrupted cell (`address`: unused)."""
     for cell in cells:
         on_start(cell)
         outcome = work(cell)
@@ -120,16 +121,24 @@ def serial_executor(cells: Sequence[Cell], work: Work, on_start, on_done) -> Non
             return
 
 
-EXECUTORS: dict[str, Executor] = {"serial": serial_executor}
+def _ray(cells: Sequence[Cell], work: Work, on_start, on_done, address: str | None = None) -> None:
+    from benchctl.matrix.ray_executor import ray_executor
+
+    ray_executor(cells, work, on_start, on_done, address=address)
+
+
+EXECUTORS: dict[str, Executor] = {"serial": serial_executor, "ray": _ray}
 
 
 # ---- the matrix ---------------------------------------------------------------------------------------------
 
 def run_matrix(spec: MatrixSpec, results: str | Path, executor: str = "serial",
-               on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None) -> MatrixOutcome:
+               on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None,
+               address: str | None = None) -> MatrixOutcome:
     """Train and evaluate every unfinished cell of `spec` under `results`; see the module docstring.
 
-    `on_event(kind, cell, outcome)` is called with kind `skip`, `start` or `done` (for printing progress)."""
+    `on_event(kind, cell, outcome)` is called with kind `skip`, `start` or `done` (for printing progress).
+    `address`: the Ray cluster for `executor="ray"` (benchctl.matrix.ray_executor)."""
     if executor not in EXECUTORS:
         raise BenchctlError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     results = Path(results)
@@ -165,7 +174,8 @@ def run_matrix(spec: MatrixSpec, results: str | Path, executor: str = "serial",
         event("done", cell, outcome)
 
     save()
-    EXECUTORS[executor](todo, functools.partial(run_cell, results=str(results)), on_start, on_done)
+    work = functools.partial(run_cell, results=str(results.resolve()))  # absolute: workers may run elsewhere
+    EXECUTORS[executor](todo, work, on_start, on_done, address=address)
     ordered = tuple(outcomes[c.name] for c in spec.cells if c.name in outcomes)
     return MatrixOutcome(results / INDEX_FILE, ordered)
 

@@ -1,0 +1,57 @@
+"""`benchctl matrix run FILE.yaml --executor ray [--address ADDR]`: every cell is one Ray task.
+
+Same skip/resume/retry semantics and the same index as the serial executor, because only the seam differs:
+the driver (this process) decides which cells run, calls `on_start` / `on_done` and alone writes
+RESULTS/index.parquet; each task runs the very `work(cell)` the serial executor runs (train, then evaluate)
+in a Ray worker process, which starts its own vLLM engine. Where the cluster has GPUs each task asks for one
+(one cell per GPU side by side); on CPUs, one CPU. RESULTS must be a folder every node sees (a shared file
+system) [our choice: no copying of run folders between nodes].
+
+`address` is handed to `ray.init`: None starts a local cluster for this command (stopped afterwards) unless
+Ray is already initialised in this process or RAY_ADDRESS names one; "auto" joins the running local cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from benchctl.errors import BenchctlError
+
+
+def _outcome_of_failure(cell, exc: BaseException):
+    from benchctl.matrix.runner import CellOutcome
+
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
+    return CellOutcome(cell.name, "failed", f"ray task failed: {first}")
+
+
+def ray_executor(cells: Sequence, work, on_start, on_done, *, address: str | None = None) -> None:
+    """Submit every cell as a Ray task, then record each outcome as it arrives."""
+    try:
+        import ray
+    except ImportError:
+        raise BenchctlError("--executor ray needs Ray: pip install 'benchctl[integrations]' (or pip install ray)"
+                            ) from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        gpus = ray.cluster_resources().get("GPU", 0)
+        task = ray.remote(work.func if hasattr(work, "func") else work)
+        task = task.options(num_gpus=1 if gpus >= 1 else 0, num_cpus=1, max_retries=0)
+        args = dict(getattr(work, "keywords", {}) or {})
+        pending = {}
+        for cell in cells:
+            on_start(cell)
+            pending[task.remote(cell, **args)] = cell
+        while pending:
+            (ready,), _ = ray.wait(list(pending), num_returns=1)
+            cell = pending.pop(ready)
+            try:
+                outcome = ray.get(ready)
+            except Exception as exc:  # noqa: BLE001 - a worker that died: the cell failed, the others go on
+                outcome = _outcome_of_failure(cell, exc)
+            on_done(cell, outcome)
+    finally:
+        if started_here:
+            ray.shutdown()

@@ -1,0 +1,43 @@
+"""`--executor ray`: a two-cell matrix on a local Ray cluster (started and stopped here) gives the same index,
+the same rollouts and the same final evaluations as the in-process serial executor."""
+
+import pyarrow.parquet as pq
+import pytest
+
+from benchctl.matrix import parse_matrix, run_matrix
+from benchctl.results import train_run
+from benchctl.results.index import read_index
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'benchctl[integrations]')")
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+SPEC = {"models": ["tiny"], "task": "arith", "estimators": {"grpo": {}, "ha_dw": {"lambda_scale": [1.5]}},
+        "group_sizes": [4], "seeds": [5], "train": {"steps": 2, "prompts_per_step": 4, "save_every": 1},
+        "eval": {"tasks": ["arith"], "n": 4, "k": [1, 4], "limit": 8}}
+
+
+def _results(results):
+    index = read_index(results).to_pylist()
+    runs = sorted((results / "runs").iterdir())
+    rollouts = {r.name: train_run.read_rollouts(r).to_pylist() for r in runs}
+    finals = {r.name: pq.read_table(train_run.eval_dir(r) / "summary.parquet").to_pylist() for r in runs}
+    return index, rollouts, finals
+
+
+def test_ray_executor_gives_the_serial_executors_index_and_results(tmp_path):
+    spec = parse_matrix(SPEC)
+    serial = run_matrix(spec, tmp_path / "serial")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = run_matrix(spec, tmp_path / "ray", executor="ray")
+    finally:
+        ray.shutdown()
+    assert [o.status for o in on_ray.outcomes] == [o.status for o in serial.outcomes] == ["done", "done"]
+    assert _results(tmp_path / "ray") == _results(tmp_path / "serial")
+
+
+def test_unknown_executor_is_a_one_line_error(tmp_path):
+    from benchctl.errors import BenchctlError
+
+    with pytest.raises(BenchctlError, match="unknown executor 'slurm'; choose one of: serial, ray"):
+        run_matrix(parse_matrix(SPEC), tmp_path, executor="slurm")
