@@ -169,7 +169,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise BenchctlError(f"config file {p} is not valid YAML ({type(exc).__name__})") from None
     if data is None:
-        return {}
+        raise BenchctlError(f"config file {p} is empty; give settings such as 'estimator: avspo' (one per line)")
     if not isinstance(data, dict):
         raise BenchctlError(f"config file {p} must hold a mapping of settings, got {type(data).__name__}")
     return {str(k).replace("-", "_"): v for k, v in data.items()}

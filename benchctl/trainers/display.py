@@ -104,7 +104,10 @@ class LiveDisplay(NullDisplay):
 
 
 def make_display(enabled: bool, title: str, total_steps: int) -> NullDisplay:
-    """A live display when enabled and stderr is a terminal, else the null display."""
-    if enabled and sys.stderr.isatty():
+    """A live display when enabled, stderr is a terminal and the CLI session allows progress output (the root
+    `--no-progress`, `benchctl.quiet`), else the null display."""
+    from benchctl.quiet import progress_allowed
+
+    if enabled and sys.stderr.isatty() and progress_allowed():
         return LiveDisplay(title, total_steps)
     return NullDisplay()
