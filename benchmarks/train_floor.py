@@ -138,7 +138,8 @@ def report(console: Console, w: Workload, metrics: list[dict], floor: Floor, war
     table.add_row("floor", f"{fl['generate']:.3f}", "-", "-", "-", f"{fl['fwd+bwd']:.3f}", "-", f"{fl['floor']:.3f}")
     console.print(table)
     acr = pick([metrics[s - 1]["acr/all"] for s in steps])
-    console.print(f"{w.name}: trainer step = {multiple:.2f} x floor (median of per-step ratios; target <= {TARGET}) "
+    console.print(f"{w.name}: trainer step = {multiple:.2f} x floor (median of per-step ratios; ratio of the medians "
+                  f"{trainer['step'] / fl['floor']:.2f}; target <= {TARGET}) "
                   f"{'ok' if multiple <= TARGET else '[red]MISSED[/red]'}; ACR {acr:.2f} (rows the trainer skips); "
                   f"same rollout token count on {same}/{len(steps)} steps; sync "
                   f"{100 * trainer['sync'] / trainer['step']:.1f}% of step")
