@@ -19,9 +19,9 @@ def train_command(
     config: Annotated[Optional[str], Opt("--config", help="YAML file with any of these settings; flags override it.")] = None,
     group_size: Annotated[Optional[int], Opt("--group-size", "-G", help="Rollouts per prompt (default 8).")] = None,
     prompts_per_step: Annotated[Optional[int], Opt("--prompts-per-step", help="Prompts per step (default 32).")] = None,
-    steps: Annotated[Optional[int], Opt("--steps", help="Training steps (default 100).")] = None,
+    steps: Annotated[Optional[int], Opt("--steps", help="Training steps (default 200).")] = None,
     token_budget: Annotated[Optional[int], Opt("--token-budget", help="Stop after this many rollout tokens.")] = None,
-    lr: Annotated[Optional[float], Opt("--lr", help="AdamW learning rate (tiny: 5e-4, else 1e-6).")] = None,
+    lr: Annotated[Optional[float], Opt("--lr", help="AdamW learning rate (tiny: 3e-4, else 1e-6).")] = None,
     loss_agg: Annotated[Optional[str], Opt("--loss-agg", help="seq-mean-token-mean | token-mean | "
                                            "seq-mean-token-sum-norm | token-mean-nondegenerate.")] = None,
     clip_low: Annotated[Optional[float], Opt("--clip-low", help="Lower ratio clip (default 0.2).")] = None,

@@ -47,9 +47,9 @@ class TrainConfig:
     recipe: str | None = _f(None, f"recipe of spec §6: {', '.join(RECIPES)}")
     group_size: int = _f(8, "rollouts per prompt (G)")
     prompts_per_step: int = _f(32, "prompts per step (groups per batch)")
-    steps: int = _f(100, "optimizer steps (one rollout batch each)")
+    steps: int = _f(200, "optimizer steps (one rollout batch each)")
     token_budget: int | None = _f(None, "stop once this many rollout tokens were generated (equal-compute runs)")
-    lr: float | None = _f(None, "AdamW learning rate; None -> 5e-4 for tiny, 1e-6 otherwise")
+    lr: float | None = _f(None, "AdamW learning rate; None -> 3e-4 for tiny, 1e-6 otherwise")
     warmup_steps: int = _f(0, "linear learning-rate warm-up steps, then constant")
     weight_decay: float = _f(0.0, "AdamW weight decay")
     max_grad_norm: float = _f(1.0, "gradient clipping by global norm (0 = off)")
@@ -95,11 +95,12 @@ def resolved_max_tokens(cfg: TrainConfig) -> int:
 
 
 def resolved_lr(cfg: TrainConfig) -> float:
-    """`lr`, else 5e-4 for the tiny model (measured: +15 points of arith pass@1 in 100 steps) and 1e-6
-    otherwise (the usual RLVR rate for billion-parameter models: DAPO, Dr.GRPO) [our choice]."""
+    """`lr`, else 3e-4 for the tiny model and 1e-6 otherwise (the usual RLVR rate for billion-parameter models:
+    DAPO, Dr.GRPO) [our choice]. Measured on tiny/arith, 200 steps of 32 x 8: +16 to +19 points of held-out pass@1
+    on seeds 0, 1, 2; 5e-4 learned faster on one seed but collapsed on another (EOS unlearned, entropy 3.4)."""
     if cfg.lr is not None:
         return cfg.lr
-    return 5e-4 if cfg.model == "tiny" else 1e-6
+    return 3e-4 if cfg.model == "tiny" else 1e-6
 
 
 def field_names() -> list[str]:

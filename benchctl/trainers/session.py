@@ -132,7 +132,10 @@ def open_session(cfg: TrainConfig) -> Session:
     ref = None
     if cfg.kl_coef > 0:
         ref = load_policy(model_ref.path, device).eval().requires_grad_(False)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay)
+    # fused AdamW [our choice]: one kernel for all parameters; on CPU 5-6x faster than the per-parameter loop on a
+    # 25M model (benchmarks/train_vs_trl.py, as TRL's default adamw_torch_fused), same update rule.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay,
+                                  fused=True)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     engine = trainer_engine(model_ref.path, device, cfg.gpu_memory_utilization)
