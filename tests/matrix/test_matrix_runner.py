@@ -115,8 +115,8 @@ def test_status_reports_index_state_and_final_pass_at_k(tmp_path, fake):
 
 
 def test_unknown_executor_is_refused(tmp_path):
-    with pytest.raises(BenchctlError, match="unknown executor 'ray'; choose one of: serial"):
-        run_matrix(parse_matrix(SPEC), tmp_path, executor="ray")
+    with pytest.raises(BenchctlError, match="unknown executor 'dask'; choose one of: serial, ray"):
+        run_matrix(parse_matrix(SPEC), tmp_path, executor="dask")
 
 
 def test_finished_run_trained_with_other_settings_fails_with_the_reason(tmp_path, fake):

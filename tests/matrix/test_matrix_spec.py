@@ -129,8 +129,8 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
 
     seen = {}
 
-    def fake(spec, results, executor="serial", on_event=None):
-        seen.update(cells=[c.name for c in spec.cells], results=results, executor=executor)
+    def fake(spec, results, executor="serial", on_event=None, address=None):
+        seen.update(cells=[c.name for c in spec.cells], results=results, executor=executor, address=address)
         return MatrixOutcome(Path(results) / "index.parquet", ())
 
     monkeypatch.setattr(matrix, "run_matrix", fake)
@@ -138,7 +138,7 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
     result = CliRunner().invoke(app, ["matrix", "run", str(path), "--results", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert seen == {"cells": [c.name for c in read_matrix(path).cells], "results": str(tmp_path / "r"),
-                    "executor": "serial"}
+                    "executor": "serial", "address": None}
 
 
 def test_matrix_status_of_a_fresh_results_folder_lists_every_cell_pending(tmp_path):
