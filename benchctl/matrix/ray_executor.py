@@ -25,6 +25,11 @@ def _outcome_of_failure(cell, exc: BaseException):
     return CellOutcome(cell.name, "failed", f"ray task failed: {first}")
 
 
+def _call(work, cell):
+    """The Ray task: `work(cell)` in a worker (`work` is picklable: a partial of a module-level function)."""
+    return work(cell)
+
+
 def ray_executor(cells: Sequence, work, on_start, on_done, *, address: str | None = None) -> None:
     """Submit every cell as a Ray task, then record each outcome as it arrives."""
     try:
@@ -37,13 +42,11 @@ def ray_executor(cells: Sequence, work, on_start, on_done, *, address: str | Non
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         gpus = ray.cluster_resources().get("GPU", 0)
-        task = ray.remote(work.func if hasattr(work, "func") else work)
-        task = task.options(num_gpus=1 if gpus >= 1 else 0, num_cpus=1, max_retries=0)
-        args = dict(getattr(work, "keywords", {}) or {})
+        task = ray.remote(_call).options(num_gpus=1 if gpus >= 1 else 0, num_cpus=1, max_retries=0)
         pending = {}
         for cell in cells:
             on_start(cell)
-            pending[task.remote(cell, **args)] = cell
+            pending[task.remote(work, cell)] = cell
         while pending:
             (ready,), _ = ray.wait(list(pending), num_returns=1)
             cell = pending.pop(ready)

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchctl.errors import BenchctlError
-from benchctl.results.store import write_atomic, write_table
+from benchctl.results.store import write_atomic, write_json, write_table
 
 TRAIN_KIND = "benchctl-train-run"
 METRICS_FILE = "train_metrics.parquet"
@@ -224,26 +224,19 @@ def create_run(run: Path, record: Mapping[str, Mapping]) -> None:
 
 def write_config(run: Path, record: Mapping[str, Mapping]) -> None:
     """RUN/config.json = {"kind": TRAIN_KIND, "config": record}, atomically (also after a resume changed it)."""
-    import json
-
-    body = json.dumps({"kind": TRAIN_KIND, "config": dict(record)}, indent=2, sort_keys=True, default=str)
-    write_atomic(Path(run) / "config.json", lambda tmp: tmp.write_text(body + "\n"))
+    write_json(Path(run) / "config.json", {"kind": TRAIN_KIND, "config": dict(record)})
 
 
 def read_config(run: Path) -> dict[str, dict]:
-    """{key: {"value", "source"}} of a training run; one-line BenchctlError for anything else."""
-    import json
+    """{key: {"value", "source"}} of a training run (`runinfo.read_run_config`, restricted to training runs)."""
+    from benchctl.results.runinfo import read_run_config  # runinfo imports this module
 
-    path = Path(run) / "config.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BenchctlError(f"{run} is not a training run folder (no config.json)") from None
-    except (OSError, ValueError) as exc:
-        raise BenchctlError(f"{path} is unreadable ({type(exc).__name__})") from None
-    if not isinstance(data, dict) or data.get("kind") != TRAIN_KIND or not isinstance(data.get("config"), dict):
+    if not (Path(run) / "config.json").is_file():
+        raise BenchctlError(f"{run} is not a training run folder (no config.json)")
+    config = read_run_config(Path(run))
+    if config.kind != TRAIN_KIND:
         raise BenchctlError(f"{run} is not a benchctl training run (config.json kind is not {TRAIN_KIND})")
-    return data["config"]
+    return {k: {"value": v, "source": config.sources[k]} for k, v in config.values.items()}
 
 
 def checkpoint_scratch(run: Path, step: int) -> Path:

@@ -203,9 +203,9 @@ def update(s: Session, step: int, batch, token_adv: torch.Tensor, nondegenerate:
         s.scheduler.step()
     steps = cfg.epochs * cfg.mini_batches
     out = {k: v / steps for k, v in sums.items() if not k.startswith("_")}
-    tokens = max(sums.get("_tokens", 0.0), 1.0)
-    out["policy/entropy"] = sums.get("_entropy", float("nan")) / tokens if sums.get("_tokens") else float("nan")
-    out["logprob/engine_gap"] = sums["_gap"] / tokens if sums.get("_tokens") else float("nan")
+    tokens = sums.get("_tokens", 0.0)  # real tokens of the rows trained in the first epoch; none -> NaN
+    out["policy/entropy"] = sums["_entropy"] / tokens if tokens else float("nan")
+    out["logprob/engine_gap"] = sums["_gap"] / tokens if tokens else float("nan")
     out["logprob/engine_gap_max"] = sums.get("_gap_max", float("nan"))
     out["update/rows_trained"] = float(active.sum())
     out["update/rows_skipped"] = float(n - active.sum())
