@@ -14,7 +14,7 @@ TORCH_INDEX ?= $(if $(filter cpu,$(EXTRA)),$(if $(wildcard /opt/wheels/torch-2.1
 PYTEST_ARGS ?=
 VERL_PYTEST_ARGS ?=
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test lint demo bench clean
 
 venv: $(STAMP)
 
@@ -27,7 +27,12 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true
 	touch $(STAMP)
 
-test: venv
+# ruff lint and format check (pyproject.toml [tool.ruff]); `make test` runs it first, so CI does too.
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: venv lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory venv-verl || echo "SKIPPED tests/integrations/verl: verl==0.9.1 could not be installed into $(VERL_VENV) (pip's error above)"
 	test ! -f $(VERL_STAMP) || $(VERL_PY) -m pytest -q tests/integrations/verl $(VERL_PYTEST_ARGS)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from benchctl.errors import BenchctlError, check_range
 
@@ -82,7 +82,7 @@ def parse_reformulation(output: str, original: str, finish_reason: str = "stop")
     """
     text = output
     if _OPEN in text:
-        body = text[text.rindex(_OPEN) + len(_OPEN):]
+        body = text[text.rindex(_OPEN) + len(_OPEN) :]
         if _CLOSE not in body and finish_reason == "length":
             return None, "truncated"
         text = body.split(_CLOSE, 1)[0]
@@ -185,13 +185,15 @@ def run_mqr(config: MQRConfig) -> MQRResult:
     if task.kind != "math":
         raise BenchctlError(f"MQR reformulates math questions; task {task.name!r} is {task.kind}")
     problems = task.load(config.data_dir, config.limit)
-    jobs = [(p, a) for p in problems for a in config.aspects]                 # (problem, aspect) per prompt
+    jobs = [(p, a) for p in problems for a in config.aspects]  # (problem, aspect) per prompt
     engine = Engine(resolve_model(config.model).path, seed=config.seed, max_model_len=config.max_model_len)
     adapter = _PromptOnly()
-    prompts = [engine.render(adapter, Problem(f"{p.id}#{a}", build_prompt(p.question, p.gold, a), "", {}))
-               for p, a in jobs]
-    sampling = SamplingConfig(n=1, temperature=config.temperature, top_p=config.top_p,
-                              max_tokens=config.max_tokens, seed=config.seed)
+    prompts = [
+        engine.render(adapter, Problem(f"{p.id}#{a}", build_prompt(p.question, p.gold, a), "", {})) for p, a in jobs
+    ]
+    sampling = SamplingConfig(
+        n=1, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed
+    )
     counts = {a: dict.fromkeys(("kept", *REJECT_REASONS), 0) for a in config.aspects}
     kept: dict[int, dict] = {}
     for index, samples in engine.generate_iter(prompts, sampling, chunk_prompts=config.chunk_prompts):
@@ -203,8 +205,12 @@ def run_mqr(config: MQRConfig) -> MQRResult:
     rows = [original_row(p) for p in problems] if config.keep_original else []
     rows += [kept[i] for i in sorted(kept)]
     out = Path(config.out)
-    write_atomic(out, lambda tmp: tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                                                 encoding="utf-8"))
-    write_json(out.with_name(out.name + ".stats.json"), {"counts": counts, "problems": len(problems),
-                                                          "rows": len(rows), "config": config_record(config)})
+    write_atomic(
+        out,
+        lambda tmp: tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"),
+    )
+    write_json(
+        out.with_name(out.name + ".stats.json"),
+        {"counts": counts, "problems": len(problems), "rows": len(rows), "config": config_record(config)},
+    )
     return MQRResult(out, len(problems), len(rows), counts)

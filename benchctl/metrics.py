@@ -60,16 +60,18 @@ def pass_at_k(n, c, k) -> np.ndarray | float:
     if np.any(k_arr < 1):
         raise BenchctlError(f"k must be >= 1, got {k_arr.min()}")
     if np.max(k_arr) > np.min(n_arr):
-        raise BenchctlError(f"pass@k needs k <= n: k={int(np.max(k_arr))} > n={int(np.min(n_arr))}; "
-                            f"sample at least n={int(np.max(k_arr))} per problem")
-    ks = np.atleast_1d(k_arr)                                         # (K,)
-    i = np.arange(1, int(n_arr.max()) + 1, dtype=np.float64)          # (N,)
+        raise BenchctlError(
+            f"pass@k needs k <= n: k={int(np.max(k_arr))} > n={int(np.min(n_arr))}; "
+            f"sample at least n={int(np.max(k_arr))} per problem"
+        )
+    ks = np.atleast_1d(k_arr)  # (K,)
+    i = np.arange(1, int(n_arr.max()) + 1, dtype=np.float64)  # (N,)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(i[None, :] > ks[:, None], np.log1p(-ks[:, None] / i[None, :]), 0.0)  # (K, N)
-    table = np.concatenate([np.zeros((len(ks), 1)), np.cumsum(terms, axis=1)], axis=1)      # (K, N+1)
-    n_flat, c_flat = n_arr.reshape(-1), c_arr.reshape(-1)             # (P,)
-    log_prod = table[:, n_flat] - table[:, n_flat - c_flat]           # (K, P)
-    out = 0.0 - np.expm1(log_prod)                                    # +0.0, never -0.0
+    table = np.concatenate([np.zeros((len(ks), 1)), np.cumsum(terms, axis=1)], axis=1)  # (K, N+1)
+    n_flat, c_flat = n_arr.reshape(-1), c_arr.reshape(-1)  # (P,)
+    log_prod = table[:, n_flat] - table[:, n_flat - c_flat]  # (K, P)
+    out = 0.0 - np.expm1(log_prod)  # +0.0, never -0.0
     out = np.where((n_flat - c_flat)[None, :] < ks[:, None], 1.0, out).T  # (P, K)
     out = out.reshape(n_arr.shape + ks.shape)
     if k_arr.ndim == 0:
@@ -106,13 +108,14 @@ def majority_vote(answers: Sequence[str | None], correct: Sequence[bool], k: int
     return 1.0 if first[winner] else 0.0
 
 
-def maj_at_k(answers_per_problem: Sequence[Sequence[str | None]],
-             correct_per_problem: Sequence[Sequence[bool]], k) -> np.ndarray:
+def maj_at_k(
+    answers_per_problem: Sequence[Sequence[str | None]], correct_per_problem: Sequence[Sequence[bool]], k
+) -> np.ndarray:
     """Per-problem maj@k, shape (P,) for scalar k or (P, K) for a 1-D k; every problem needs >= k answers."""
     ks = np.atleast_1d(_as_ints("k", k))
     if len(answers_per_problem) != len(correct_per_problem):
         raise BenchctlError("answers and correct must have one entry per problem")
-    out = np.zeros((len(answers_per_problem), len(ks)))              # (P, K)
+    out = np.zeros((len(answers_per_problem), len(ks)))  # (P, K)
     for p, (answers, correct) in enumerate(zip(answers_per_problem, correct_per_problem)):
         if len(answers) != len(correct):
             raise BenchctlError(f"problem {p}: {len(answers)} answers but {len(correct)} verdicts")
@@ -138,16 +141,16 @@ def bootstrap_ci(values, *, resamples: int = 1000, confidence: float = 0.95, see
         raise BenchctlError(f"confidence={confidence} is out of range; valid: (0, 1)")
     if resamples < 1:
         raise BenchctlError(f"resamples={resamples} must be >= 1")
-    cols = np.ascontiguousarray(vals.reshape(vals.shape[0], -1))          # (P, M)
+    cols = np.ascontiguousarray(vals.reshape(vals.shape[0], -1))  # (P, M)
     n_prob = cols.shape[0]
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n_prob, size=(resamples, n_prob))               # (B, P)
+    idx = rng.integers(0, n_prob, size=(resamples, n_prob))  # (B, P)
     offsets = (np.arange(resamples) * n_prob)[:, None]
     counts = np.bincount((idx + offsets).ravel(), minlength=resamples * n_prob)
-    counts = counts.reshape(resamples, n_prob).astype(np.float64)        # (B, P) multiplicities
-    means = _chunked_matmul(counts, cols) / n_prob                        # (B, M)
+    counts = counts.reshape(resamples, n_prob).astype(np.float64)  # (B, P) multiplicities
+    means = _chunked_matmul(counts, cols) / n_prob  # (B, M)
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha], axis=0)          # (M,) each
+    low, high = np.quantile(means, [alpha, 1.0 - alpha], axis=0)  # (M,) each
     shape = vals.shape[1:]
     return low.reshape(shape), high.reshape(shape)
 
@@ -156,4 +159,4 @@ def _chunked_matmul(a: np.ndarray, b: np.ndarray, max_flops: int = 200_000) -> n
     """a @ b in row blocks small enough that OpenBLAS stays single-threaded (its threshold is 4 x 65536
     multiply-adds): on a busy 2-core machine threaded tiny GEMMs were 10-30x slower than this."""
     rows = max(1, max_flops // max(1, a.shape[1] * b.shape[1]))
-    return np.concatenate([a[i:i + rows] @ b for i in range(0, a.shape[0], rows)], axis=0)
+    return np.concatenate([a[i : i + rows] @ b for i in range(0, a.shape[0], rows)], axis=0)

@@ -16,9 +16,9 @@ OAR's token weights need per-token scores the rollout log does not hold.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -75,18 +75,22 @@ def step_arrays(table) -> tuple[np.ndarray, np.ndarray]:
 
 def weighting(rewards: np.ndarray, adv: np.ndarray, correct_above: float, hard_below: float) -> dict:
     """Where the advantage mass of one batch goes (see the module docstring)."""
-    correct = rewards > correct_above                                             # (P, G)
-    degenerate = np.all(rewards == rewards[:, :1], axis=1)                        # (P,)
-    hard = ~degenerate & (correct.mean(axis=1) < hard_below)                      # (P,)
-    mag = np.abs(adv)                                                             # (P, G)
+    correct = rewards > correct_above  # (P, G)
+    degenerate = np.all(rewards == rewards[:, :1], axis=1)  # (P,)
+    hard = ~degenerate & (correct.mean(axis=1) < hard_below)  # (P,)
+    mag = np.abs(adv)  # (P, G)
     total = mag.sum()
     live = mag[~degenerate].sum()
     share = lambda part, whole: float(part / whole) if whole > 0 else np.nan  # noqa: E731
     return {
-        "groups": rewards.shape[0], "degenerate_groups": float(degenerate.mean()),
-        "abs_per_rollout": float(mag.mean()), "share_correct": share(mag[correct].sum(), total),
-        "share_hard": share(mag[hard].sum(), live), "degenerate_mass": share(mag[degenerate].sum(), total),
-        "signed_correct": float(adv[correct].sum()), "signed_wrong": float(adv[~correct].sum()),
+        "groups": rewards.shape[0],
+        "degenerate_groups": float(degenerate.mean()),
+        "abs_per_rollout": float(mag.mean()),
+        "share_correct": share(mag[correct].sum(), total),
+        "share_hard": share(mag[hard].sum(), live),
+        "degenerate_mass": share(mag[degenerate].sum(), total),
+        "signed_correct": float(adv[correct].sum()),
+        "signed_wrong": float(adv[~correct].sum()),
     }
 
 
@@ -100,14 +104,21 @@ def replay_rows(run: Path, specs, config: ReplayConfig) -> tuple[list[dict], dic
     paired: dict[str, list] = {label: [] for label in estimators}
     for step, table in iter_rollout_steps(run, _COLUMNS):
         rewards, logged = step_arrays(table)
-        rows.append({"estimator": "logged", "step": step,
-                     **weighting(rewards, logged, config.correct_above, config.hard_below)})
+        rows.append(
+            {"estimator": "logged", "step": step, **weighting(rewards, logged, config.correct_above, config.hard_below)}
+        )
         for label, est in estimators.items():
-            adv = np.asarray(est.advantages(rewards), dtype=np.float64)           # (P, G)
+            adv = np.asarray(est.advantages(rewards), dtype=np.float64)  # (P, G)
             paired[label].append(np.stack([adv.ravel(), logged.ravel()]))
             diag = {f"diag/{k}": v for k, v in est.diagnostics().items()}
-            rows.append({"estimator": label, "step": step,
-                         **weighting(rewards, adv, config.correct_above, config.hard_below), **diag})
+            rows.append(
+                {
+                    "estimator": label,
+                    "step": step,
+                    **weighting(rewards, adv, config.correct_above, config.hard_below),
+                    **diag,
+                }
+            )
     if not rows:
         raise BenchctlError(f"{run}: no rollouts logged (rollouts/part-*.parquet); nothing to replay")
     return rows, {label: np.concatenate(v, axis=1) for label, v in paired.items()}
@@ -136,14 +147,24 @@ def replay_figure(steps: pd.DataFrame) -> bytes:
     on degenerate groups, and |A| per rollout."""
     from benchctl.report.plots import _grid, _png  # the report's figure helpers
 
-    panels = (("share_correct", "|A| share on correct rollouts"), ("share_hard", "|A| share on hard prompts"),
-              ("degenerate_mass", "|A| share on degenerate groups"), ("abs_per_rollout", "|A| per rollout"))
+    panels = (
+        ("share_correct", "|A| share on correct rollouts"),
+        ("share_hard", "|A| share on hard prompts"),
+        ("degenerate_mass", "|A| share on degenerate groups"),
+        ("abs_per_rollout", "|A| per rollout"),
+    )
     fig, axes = _grid(4, width=5.0, height=3.2, max_cols=2)
     for ax, (col, title) in zip(axes, panels):
         for i, (label, part) in enumerate(steps.groupby("estimator", sort=False)):
             logged = label == "logged"
-            ax.plot(part["step"], part[col], ls="--" if logged else "-", color="k" if logged else f"C{i}",
-                    label=label, lw=1.2)
+            ax.plot(
+                part["step"],
+                part[col],
+                ls="--" if logged else "-",
+                color="k" if logged else f"C{i}",
+                label=label,
+                lw=1.2,
+            )
         ax.set(title=title, xlabel="step")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)

@@ -42,8 +42,13 @@ def bare_params(sampling: SamplingConfig, count: int) -> list:
     from vllm import SamplingParams
 
     return [
-        SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
-                       max_tokens=sampling.max_tokens, seed=prompt_seed(sampling.seed, i))
+        SamplingParams(
+            n=sampling.n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens,
+            seed=prompt_seed(sampling.seed, i),
+        )
         for i in range(count)
     ]
 
@@ -74,17 +79,22 @@ def compare(engine: Engine, task, problems, sampling: SamplingConfig, repeats: i
             wall, cpu, out = timed(fn)
             runs[name]["wall"].append(wall)
             runs[name]["cpu"].append(cpu)
-            tokens = (sum(len(c.token_ids) for o in out for c in o.outputs) if name == "bare vllm"
-                      else sum(s.num_tokens for g in out for s in g))
+            tokens = (
+                sum(len(c.token_ids) for o in out for c in o.outputs)
+                if name == "bare vllm"
+                else sum(s.num_tokens for g in out for s in g)
+            )
             runs[name]["tokens"] = tokens
     return runs
 
 
 def accuracy(engine: Engine, task, problems, temperature: float, n: int) -> tuple[float, float]:
     """(mean sampled accuracy, fraction of groups with both right and wrong samples)."""
-    groups = engine.generate([engine.render(task, p) for p in problems],
-                             SamplingConfig(n=n, temperature=temperature, top_p=1.0, max_tokens=16, seed=0),
-                             progress=False)
+    groups = engine.generate(
+        [engine.render(task, p) for p in problems],
+        SamplingConfig(n=n, temperature=temperature, top_p=1.0, max_tokens=16, seed=0),
+        progress=False,
+    )
     correct = [[v.correct for v in task.grade([(p, s.text) for s in g])] for p, g in zip(problems, groups)]
     mean = sum(map(sum, correct)) / (n * len(correct))
     mixed = sum(0 < sum(c) < n for c in correct) / len(correct)
@@ -102,8 +112,10 @@ def main() -> int:
     model = cached_tiny_model()
     info = json.loads((model / INFO_FILE).read_text())
     wall, cpu, engine = timed(lambda: Engine(model, kv_cache_gib=0.5))
-    console.print(f"tiny model {model.name}: {info['parameters']:,} parameters, SFT {info['sft/steps']} steps, "
-                  f"built in {info['build_seconds']:.1f} s; engine start {wall:.1f} s")
+    console.print(
+        f"tiny model {model.name}: {info['parameters']:,} parameters, SFT {info['sft/steps']} steps, "
+        f"built in {info['build_seconds']:.1f} s; engine start {wall:.1f} s"
+    )
     task = get_task("arith")
     runs = compare(engine, task, task.load(limit=args.prompts), SamplingConfig(n=args.n), args.repeats)
     table = Table(title=f"{args.prompts} arith prompts x n={args.n}, median of {args.repeats} interleaved repeats")
@@ -112,8 +124,13 @@ def main() -> int:
     med = {k: {m: statistics.median(v[m]) for m in ("wall", "cpu")} for k, v in runs.items()}
     for name, m in med.items():
         samples = args.prompts * args.n
-        table.add_row(name, f"{m['wall']:.3f}", f"{m['cpu']:.3f}", f"{samples / m['wall']:,.0f}",
-                      f"{runs[name]['tokens'] / m['wall']:,.0f}")
+        table.add_row(
+            name,
+            f"{m['wall']:.3f}",
+            f"{m['cpu']:.3f}",
+            f"{samples / m['wall']:,.0f}",
+            f"{runs[name]['tokens'] / m['wall']:,.0f}",
+        )
     console.print(table)
     ratio_wall = med["benchctl"]["wall"] / med["bare vllm"]["wall"]
     ratio_cpu = med["benchctl"]["cpu"] / med["bare vllm"]["cpu"]
@@ -122,8 +139,10 @@ def main() -> int:
         problems = task.load(limit=500)
         for temperature in (1.0, 0.6):
             mean, mixed = accuracy(engine, task, problems, temperature, 16)
-            console.print(f"arith accuracy T={temperature}: {mean:.3f} sampled, {mixed:.2f} of groups mixed "
-                          f"(500 test problems x 16)")
+            console.print(
+                f"arith accuracy T={temperature}: {mean:.3f} sampled, {mixed:.2f} of groups mixed "
+                f"(500 test problems x 16)"
+            )
     return 0 if ratio_cpu <= TARGET else 1
 
 

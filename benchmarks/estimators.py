@@ -86,8 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         ms, ratio = cpu * 1e3, cpu / times["grpo"][0]
         ok = ms <= MAX_MS and (ratio <= MAX_RATIO or name in STACKED)
         failed += [] if ok else [name]
-        table.add_row(name, f"{ms:.3f}", f"{ratio:.2f}", f"{wall * 1e3:.3f}", f"{faults:.1f}",
-                      "yes" if ok else "[red]NO[/red]")
+        table.add_row(
+            name, f"{ms:.3f}", f"{ratio:.2f}", f"{wall * 1e3:.3f}", f"{faults:.1f}", "yes" if ok else "[red]NO[/red]"
+        )
     console = Console(width=max(100, Console().width))
     console.print(table)
     if failed:

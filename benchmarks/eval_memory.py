@@ -33,8 +33,17 @@ print(json.dumps({"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_ma
 
 def measure(model: Path, n: int, workdir: Path) -> dict:
     out = workdir / f"n{n}"
-    args = [sys.executable, "-c", CHILD, str(model), str(out), str(n), str(PROBLEMS), str(CHUNK_SAMPLES),
-            str(MAX_TOKENS)]
+    args = [
+        sys.executable,
+        "-c",
+        CHILD,
+        str(model),
+        str(out),
+        str(n),
+        str(PROBLEMS),
+        str(CHUNK_SAMPLES),
+        str(MAX_TOKENS),
+    ]
     proc = subprocess.run(args, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"eval with n={n} failed:\n{proc.stderr[-3000:]}")
@@ -50,11 +59,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results = {n: measure(model, n, Path(tmp)) for n in NS}
     for n, s in results.items():
-        print(f"n={n:>3}: {s['samples']:>6} samples, peak RSS {s['peak_rss_mib']:.0f} MiB, {s['seconds']:.1f} s, "
-              f"mean@n={s['mean_at_n']:.3f} pass@{n}={s['pass_at_n']:.3f}")
+        print(
+            f"n={n:>3}: {s['samples']:>6} samples, peak RSS {s['peak_rss_mib']:.0f} MiB, {s['seconds']:.1f} s, "
+            f"mean@n={s['mean_at_n']:.3f} pass@{n}={s['pass_at_n']:.3f}"
+        )
     small, large = (results[n]["peak_rss_mib"] for n in NS)
-    print(f"peak RSS ratio n={NS[1]} / n={NS[0]} = {large / small:.3f} "
-          f"({NS[1] // NS[0]}x the samples; chunk = {CHUNK_SAMPLES} samples)")
+    print(
+        f"peak RSS ratio n={NS[1]} / n={NS[0]} = {large / small:.3f} "
+        f"({NS[1] // NS[0]}x the samples; chunk = {CHUNK_SAMPLES} samples)"
+    )
     if large / small > 1.25:
         raise SystemExit("FAIL: peak memory grows with n")
 

@@ -59,7 +59,7 @@ def wrong_values(gold: str, rng: random.Random, k: int) -> list[str]:
         if numbers:
             m = numbers[-1]
             value = max(0, int(m.group()) + delta)
-            out.append(gold[: m.start()] + str(value) + gold[m.end():])
+            out.append(gold[: m.start()] + str(value) + gold[m.end() :])
         else:
             out.append(f"{gold}+{abs(delta)}")
     out += [f"-({gold})", f"2({gold})"]
@@ -147,24 +147,32 @@ def main() -> int:
             if ours_runs and [v.correct for v in ours] != [v.correct for v in ours_runs[0][0]]:
                 raise AssertionError("benchctl verdicts differ between runs")
             ours_runs.append((ours, seconds))
-            print(f"benchctl run {len(ours_runs)}: {seconds:.2f} s, {len(items) / seconds:,.0f} items/s "
-                  f"(workers={args.workers}, cold worker caches)")
+            print(
+                f"benchctl run {len(ours_runs)}: {seconds:.2f} s, {len(items) / seconds:,.0f} items/s "
+                f"(workers={args.workers}, cold worker caches)"
+            )
             continue
         offset = (round_ // 2) * args.stride // max(1, args.rounds - 1)
         picked = [i for i in range(len(items)) if (i // args.samples) % args.stride == offset]
         base, base_s = baseline([items[i] for i in picked])
         base_runs.append(base_s / len(picked) * len(items))
-        print(f"baseline run {len(base_runs)}: {base_s:.1f} s on {len(picked):,} items (problems = {offset} mod "
-              f"{args.stride}), {len(picked) / base_s:,.0f} items/s -> extrapolated {base_runs[-1]:.0f} s for all")
-        mismatches += [(items[i], ours_runs[-1][0][i]) for i, b in zip(picked, base) if b != ours_runs[-1][0][i].correct]
+        print(
+            f"baseline run {len(base_runs)}: {base_s:.1f} s on {len(picked):,} items (problems = {offset} mod "
+            f"{args.stride}), {len(picked) / base_s:,.0f} items/s -> extrapolated {base_runs[-1]:.0f} s for all"
+        )
+        mismatches += [
+            (items[i], ours_runs[-1][0][i]) for i, b in zip(picked, base) if b != ours_runs[-1][0][i].correct
+        ]
         compared += len(picked)
     ours = ours_runs[0][0]
     reasons = {r: sum(v.reason == r for v in ours) for r in sorted({v.reason for v in ours})}
     ours_s, full = statistics.median(s for _, s in ours_runs), statistics.median(base_runs)
     print(f"benchctl median {ours_s:.2f} s, reasons {reasons}; baseline median (extrapolated) {full:.0f} s")
-    print(f"speed-up: {full / ours_s:.1f}x (median/median); verdicts identical on "
-          f"{compared - len(mismatches):,}/{compared:,} compared items")
-    for (gold, completion), verdict in mismatches[:5]:
+    print(
+        f"speed-up: {full / ours_s:.1f}x (median/median); verdicts identical on "
+        f"{compared - len(mismatches):,}/{compared:,} compared items"
+    )
+    for (gold, _completion), verdict in mismatches[:5]:
         print(f"  MISMATCH gold={gold!r} answer={verdict.extracted!r} ours={verdict.reason}")
     assert not mismatches, f"{len(mismatches)} verdicts differ from one-at-a-time math-verify"
     return 0

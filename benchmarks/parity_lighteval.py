@@ -37,8 +37,21 @@ VENV = REPO / "build" / "venv-lighteval"
 TASKS = {"math500": "math_500", "aime24": "aime24", "aime25": "aime25", "gsm8k": "gsm8k"}  # benchctl -> lighteval
 FILES = {"math500": "math500.jsonl", "aime24": "aime24.jsonl", "aime25": "aime25.jsonl", "gsm8k": "gsm8k_test.jsonl"}
 # Modules lighteval.metrics imports (found by importing it after `--no-deps`); torch from the CPU index.
-LIGHTEVAL_DEPS = ["latex2sympy2_extended==1.0.6", "numpy", "sacrebleu", "scikit-learn", "pytablewriter", "nltk",
-                  "huggingface_hub", "pydantic", "transformers", "pandas", "requests", "aenum==3.1.15", "inspect_ai"]
+LIGHTEVAL_DEPS = [
+    "latex2sympy2_extended==1.0.6",
+    "numpy",
+    "sacrebleu",
+    "scikit-learn",
+    "pytablewriter",
+    "nltk",
+    "huggingface_hub",
+    "pydantic",
+    "transformers",
+    "pandas",
+    "requests",
+    "aenum==3.1.15",
+    "inspect_ai",
+]
 FEW_SHOT = "\n\nTherefore, the final answer is: $\\boxed{{{x}}}$. I hope it is correct"  # lighteval's AIME prompt
 
 
@@ -61,8 +74,14 @@ def folder_samples(folder: Path) -> list[dict]:
     for task in TASKS:
         for part in sorted((folder / task / "samples").glob("part-*.parquet")):
             for row in pq.read_table(part, columns=["problem_id", "sample_index", "completion"]).to_pylist():
-                out.append({"task": task, "id": row["problem_id"], "sample": row["sample_index"],
-                            "completion": row["completion"]})
+                out.append(
+                    {
+                        "task": task,
+                        "id": row["problem_id"],
+                        "sample": row["sample_index"],
+                        "completion": row["completion"],
+                    }
+                )
     return out
 
 
@@ -81,8 +100,9 @@ def synthetic_samples(data_dir: Path, per_problem: int, seed: int) -> list[dict]
         for i, (gold, completion) in enumerate(items):
             if rng.random() < 0.1 and "\\boxed" in completion:
                 completion = completion[: completion.rfind("\n\n")] + FEW_SHOT.format(x=gold)
-            out.append({"task": task, "id": rows[i // per_problem]["id"], "sample": i % per_problem,
-                        "completion": completion})
+            out.append(
+                {"task": task, "id": rows[i // per_problem]["id"], "sample": i % per_problem, "completion": completion}
+            )
     return out
 
 
@@ -91,8 +111,11 @@ def grade_with_benchctl(samples: list[dict], data_dir: Path) -> None:
     from benchctl.grading.math_extract import last_boxed
     from benchctl.tasks import get_task
 
-    raw = {(task, row["id"]): row for task, name in FILES.items()
-           for row in map(json.loads, (data_dir / name).read_text(encoding="utf-8").splitlines())}
+    raw = {
+        (task, row["id"]): row
+        for task, name in FILES.items()
+        for row in map(json.loads, (data_dir / name).read_text(encoding="utf-8").splitlines())
+    }
     by_task = defaultdict(list)
     for s in samples:
         by_task[s["task"]].append(s)
@@ -104,10 +127,20 @@ def grade_with_benchctl(samples: list[dict], data_dir: Path) -> None:
         last = iter(task.grade(boxes))
         for s, v in zip(group, task.grade(items)):
             row = raw[(task_name, s["id"])]
-            s.update(gold=problems[s["id"]].gold, benchctl=v.correct, reason=v.reason, benchctl_read=v.extracted,
-                     last_box=next(last).correct if last_boxed(s["completion"]) else None,
-                     lighteval_gold=(f"ANSWER: {row['solution']}" if task_name == "math500"
-                                     else f" {row['solution']}" if task_name == "gsm8k" else row["answer"]))
+            s.update(
+                gold=problems[s["id"]].gold,
+                benchctl=v.correct,
+                reason=v.reason,
+                benchctl_read=v.extracted,
+                last_box=next(last).correct if last_boxed(s["completion"]) else None,
+                lighteval_gold=(
+                    f"ANSWER: {row['solution']}"
+                    if task_name == "math500"
+                    else f" {row['solution']}"
+                    if task_name == "gsm8k"
+                    else row["answer"]
+                ),
+            )
 
 
 # -- lighteval side (runs inside build/venv-lighteval) ---------------------------------------------------------------
@@ -136,8 +169,16 @@ def lighteval_worker(path_in: str, path_out: str) -> None:
                 response = ModelResponse(text=[fn.preprocess(s["completion"])])
                 score = fn.compute_score(doc=scored, model_response=response)
             specific = scored.specific or {}
-            dst.write(json.dumps({"lighteval": bool(score), "lighteval_read": specific.get("extracted_predictions"),
-                                  "lighteval_gold_read": specific.get("extracted_golds")}) + "\n")
+            dst.write(
+                json.dumps(
+                    {
+                        "lighteval": bool(score),
+                        "lighteval_read": specific.get("extracted_predictions"),
+                        "lighteval_gold_read": specific.get("extracted_golds"),
+                    }
+                )
+                + "\n"
+            )
 
 
 def grade_with_lighteval(samples: list[dict]) -> None:
@@ -178,17 +219,27 @@ def report(samples: list[dict], k: int) -> dict:
             if s["benchctl"] == s["lighteval"]:
                 continue
             same = s["lighteval_read"] is not None and str(s["benchctl_read"]) in map(str, s["lighteval_read"])
-            key = (f"benchctl {s['reason']} / lighteval {'correct' if s['lighteval'] else 'not correct'}",
-                   "same answer read" if same else "different answer read",
-                   "no box" if s["last_box"] is None else "benchctl" if s["last_box"] == s["benchctl"] else "lighteval")
+            key = (
+                f"benchctl {s['reason']} / lighteval {'correct' if s['lighteval'] else 'not correct'}",
+                "same answer read" if same else "different answer read",
+                "no box" if s["last_box"] is None else "benchctl" if s["last_box"] == s["benchctl"] else "lighteval",
+            )
             classes[key] += 1
-            examples.setdefault(key, {f: s[f] for f in ("id", "gold", "benchctl_read", "lighteval_read",
-                                                         "lighteval_gold_read")} | {"tail": s["completion"][-160:]})
-        out[task] = {"samples": len(group), "agree": float(np.mean([s["benchctl"] == s["lighteval"] for s in group])),
-                     "pass@1": (float(np.mean(pass_at_k(n, cb, 1))), float(np.mean(pass_at_k(n, cl, 1)))),
-                     f"pass@{kk}": (float(np.mean(pass_at_k(n, cb, kk))), float(np.mean(pass_at_k(n, cl, kk)))),
-                     "disagreements": [{"class": c[0], "read": c[1], "right": c[2], "count": m, "example": examples[c]}
-                                       for c, m in classes.most_common()]}
+            examples.setdefault(
+                key,
+                {f: s[f] for f in ("id", "gold", "benchctl_read", "lighteval_read", "lighteval_gold_read")}
+                | {"tail": s["completion"][-160:]},
+            )
+        out[task] = {
+            "samples": len(group),
+            "agree": float(np.mean([s["benchctl"] == s["lighteval"] for s in group])),
+            "pass@1": (float(np.mean(pass_at_k(n, cb, 1))), float(np.mean(pass_at_k(n, cl, 1)))),
+            f"pass@{kk}": (float(np.mean(pass_at_k(n, cb, kk))), float(np.mean(pass_at_k(n, cl, kk)))),
+            "disagreements": [
+                {"class": c[0], "read": c[1], "right": c[2], "count": m, "example": examples[c]}
+                for c, m in classes.most_common()
+            ],
+        }
     return out
 
 
@@ -197,8 +248,10 @@ def print_report(result: dict) -> None:
     print("|---|---|---|---|---|")
     for task, r in result.items():
         kname = next(key for key in r if key.startswith("pass@") and key != "pass@1")
-        print(f"| {task} | {r['samples']} | {100 * r['agree']:.2f}% | {r['pass@1'][0]:.3f} / {r['pass@1'][1]:.3f} "
-              f"| {kname}: {r[kname][0]:.3f} / {r[kname][1]:.3f} |")
+        print(
+            f"| {task} | {r['samples']} | {100 * r['agree']:.2f}% | {r['pass@1'][0]:.3f} / {r['pass@1'][1]:.3f} "
+            f"| {kname}: {r[kname][0]:.3f} / {r[kname][1]:.3f} |"
+        )
     for task, r in result.items():
         for d in r["disagreements"]:
             print(f"\n[{task}] {d['count']} x {d['class']}, {d['read']}; right (final box): {d['right']}")

@@ -18,7 +18,7 @@ KS = np.array([1 << e for e in range(9)])  # 1..256
 
 
 def vectorised(n: np.ndarray, c: np.ndarray):
-    table = pass_at_k(n, c, KS)                                   # (P, K)
+    table = pass_at_k(n, c, KS)  # (P, K)
     low, high = bootstrap_ci(table, resamples=RESAMPLES, seed=0)  # (K,) each
     return table.mean(axis=0), low, high
 
@@ -52,20 +52,26 @@ def best_time(fn, *args, repeats: int = REPEATS) -> float:
 def main() -> None:
     rng = np.random.default_rng(0)
     n = np.full(PROBLEMS, N)
-    c = rng.binomial(N, rng.beta(0.5, 0.5, size=PROBLEMS))       # U-shaped difficulty, like real benchmarks
+    c = rng.binomial(N, rng.beta(0.5, 0.5, size=PROBLEMS))  # U-shaped difficulty, like real benchmarks
     mean, low, high = vectorised(n, c)
     np.testing.assert_allclose(mean, naive(n, c), rtol=1e-9)
     t_fast = best_time(vectorised, n, c)
     t_passk = best_time(lambda: pass_at_k(n, c, KS))
     t_naive = best_time(naive, n, c, repeats=3)
     t_naive_summary = best_time(naive_summary, n, c, repeats=3)
-    print(f"pass@k summary, {PROBLEMS} problems x {N} samples, k=1..256 ({len(KS)} ks), {RESAMPLES} bootstrap "
-          f"resamples: {1e3 * t_fast:.1f} ms (target < 50 ms; pass@k table alone {1e3 * t_passk:.2f} ms)")
-    print(f"naive math.comb loop (point estimates only, no CI): {1e3 * t_naive:.1f} ms; "
-          f"ratio naive / vectorised pass@k table = {t_naive / t_passk:.0f}x, "
-          f"naive / full summary with CI = {t_naive / t_fast:.1f}x")
-    print(f"naive summary (comb loop + per-resample bootstrap loop): {1e3 * t_naive_summary:.1f} ms; "
-          f"ratio naive / vectorised summary = {t_naive_summary / t_fast:.1f}x")
+    print(
+        f"pass@k summary, {PROBLEMS} problems x {N} samples, k=1..256 ({len(KS)} ks), {RESAMPLES} bootstrap "
+        f"resamples: {1e3 * t_fast:.1f} ms (target < 50 ms; pass@k table alone {1e3 * t_passk:.2f} ms)"
+    )
+    print(
+        f"naive math.comb loop (point estimates only, no CI): {1e3 * t_naive:.1f} ms; "
+        f"ratio naive / vectorised pass@k table = {t_naive / t_passk:.0f}x, "
+        f"naive / full summary with CI = {t_naive / t_fast:.1f}x"
+    )
+    print(
+        f"naive summary (comb loop + per-resample bootstrap loop): {1e3 * t_naive_summary:.1f} ms; "
+        f"ratio naive / vectorised summary = {t_naive_summary / t_fast:.1f}x"
+    )
     for k, m, lo, hi in zip(KS, mean, low, high):
         print(f"  pass@{k:<3d} = {m:.4f}  [{lo:.4f}, {hi:.4f}]")
     if t_fast > 0.05:

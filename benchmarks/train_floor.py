@@ -80,9 +80,17 @@ class Floor:
         positions = range((step - 1) * w.prompts, step * w.prompts)  # no dynamic sampling: P prompts per step
         problems = [draw(self.problems, self.seed, pos) for pos in positions]
         prompts = [self.engine.render(self.task, p) for p in problems]
-        params = [SamplingParams(n=w.group, temperature=1.0, top_p=1.0, max_tokens=w.max_tokens, logprobs=0,
-                                 seed=prompt_seed(self.seed, f"{step}/{pos}/{p.id}"))
-                  for pos, p in zip(positions, problems)]
+        params = [
+            SamplingParams(
+                n=w.group,
+                temperature=1.0,
+                top_p=1.0,
+                max_tokens=w.max_tokens,
+                logprobs=0,
+                seed=prompt_seed(self.seed, f"{step}/{pos}/{p.id}"),
+            )
+            for pos, p in zip(positions, problems)
+        ]
         start = time.perf_counter()
         outs = self.engine.llm.generate(prompts, params, use_tqdm=False)
         generate = time.perf_counter() - start
@@ -96,8 +104,12 @@ class Floor:
         fwd_bwd = time.perf_counter() - start
         self.model.zero_grad(set_to_none=True)
         del loss, torch
-        return {"generate": generate, "fwd+bwd": fwd_bwd, "floor": generate + fwd_bwd,
-                "tokens": float(sum(len(r[1]) for r in rows))}
+        return {
+            "generate": generate,
+            "fwd+bwd": fwd_bwd,
+            "floor": generate + fwd_bwd,
+            "tokens": float(sum(len(r[1]) for r in rows)),
+        }
 
 
 def run_workload(w: Workload, steps: int) -> tuple[list[dict], Floor, object]:
@@ -108,13 +120,30 @@ def run_workload(w: Workload, steps: int) -> tuple[list[dict], Floor, object]:
 
     model = model_path(w)
     with cli_session(verbose=False, progress=False), tempfile.TemporaryDirectory() as out:
-        cfg = build_config(flag_values={
-            "model": model, "task": "arith", "group_size": w.group, "prompts_per_step": w.prompts, "steps": steps,
-            "lr": w.lr, "max_tokens": w.max_tokens, "seed": 0, "eval_every": 0, "save_every": 0,
-            "out": f"{out}/run", "progress": False})
+        cfg = build_config(
+            flag_values={
+                "model": model,
+                "task": "arith",
+                "group_size": w.group,
+                "prompts_per_step": w.prompts,
+                "steps": steps,
+                "lr": w.lr,
+                "max_tokens": w.max_tokens,
+                "seed": 0,
+                "eval_every": 0,
+                "save_every": 0,
+                "out": f"{out}/run",
+                "progress": False,
+            }
+        )
         # the trainer's engine (same construction arguments -> the same LLM object; built before any weight swap)
-        engine = Engine(model, seed=cfg.seed, logprobs_mode="processed_logprobs", sleep_mode=False,
-                        gpu_memory_utilization=cfg.gpu_memory_utilization)
+        engine = Engine(
+            model,
+            seed=cfg.seed,
+            logprobs_mode="processed_logprobs",
+            sleep_mode=False,
+            gpu_memory_utilization=cfg.gpu_memory_utilization,
+        )
         floor = Floor(w, model, steps, engine, seed=cfg.seed)
         result = train(cfg, display=floor)
     return list(result.metrics), floor, engine
@@ -124,25 +153,33 @@ def report(console: Console, w: Workload, metrics: list[dict], floor: Floor, war
     """Print trainer vs floor medians; returns the multiple."""
     steps = [m["step"] for m in metrics if m["step"] in floor.rows and m["step"] > warmup]
     pick = lambda rows: statistics.median(rows)  # noqa: E731
-    trainer = {p: pick([metrics[s - 1].get(f"time/{p}", 0.0) for s in steps])
-               for p in ("rollout", "reward", "advantage", "logprobs", "update", "sync", "step")}
+    trainer = {
+        p: pick([metrics[s - 1].get(f"time/{p}", 0.0) for s in steps])
+        for p in ("rollout", "reward", "advantage", "logprobs", "update", "sync", "step")
+    }
     fl = {k: pick([floor.rows[s][k] for s in steps]) for k in ("generate", "fwd+bwd", "floor")}
     same = sum(floor.rows[s]["tokens"] == metrics[s - 1]["rollout/tokens"] for s in steps)
     multiple = pick([metrics[s - 1]["time/step"] / floor.rows[s]["floor"] for s in steps])
-    table = Table(title=f"{w.name}: {w.prompts} prompts x G={w.group}, max {w.max_tokens} tokens; median s over "
-                        f"{len(steps)} steps (after {warmup} warm-up)")
+    table = Table(
+        title=f"{w.name}: {w.prompts} prompts x G={w.group}, max {w.max_tokens} tokens; median s over "
+        f"{len(steps)} steps (after {warmup} warm-up)"
+    )
     for col in ("", "rollout / generate", "reward", "advantage", "logprobs", "update / fwd+bwd", "sync", "step"):
         table.add_column(col, justify="right")
-    table.add_row("trainer", *(f"{trainer[p]:.3f}" for p in ("rollout", "reward", "advantage", "logprobs",
-                                                              "update", "sync", "step")))
+    table.add_row(
+        "trainer",
+        *(f"{trainer[p]:.3f}" for p in ("rollout", "reward", "advantage", "logprobs", "update", "sync", "step")),
+    )
     table.add_row("floor", f"{fl['generate']:.3f}", "-", "-", "-", f"{fl['fwd+bwd']:.3f}", "-", f"{fl['floor']:.3f}")
     console.print(table)
     acr = pick([metrics[s - 1]["acr/all"] for s in steps])
-    console.print(f"{w.name}: trainer step = {multiple:.2f} x floor (median of per-step ratios; ratio of the medians "
-                  f"{trainer['step'] / fl['floor']:.2f}; target <= {TARGET}) "
-                  f"{'ok' if multiple <= TARGET else '[red]MISSED[/red]'}; ACR {acr:.2f} (rows the trainer skips); "
-                  f"same rollout token count on {same}/{len(steps)} steps; sync "
-                  f"{100 * trainer['sync'] / trainer['step']:.1f}% of step")
+    console.print(
+        f"{w.name}: trainer step = {multiple:.2f} x floor (median of per-step ratios; ratio of the medians "
+        f"{trainer['step'] / fl['floor']:.2f}; target <= {TARGET}) "
+        f"{'ok' if multiple <= TARGET else '[red]MISSED[/red]'}; ACR {acr:.2f} (rows the trainer skips); "
+        f"same rollout token count on {same}/{len(steps)} steps; sync "
+        f"{100 * trainer['sync'] / trainer['step']:.1f}% of step"
+    )
     return multiple
 
 
@@ -166,8 +203,9 @@ def direct_load(model, state: dict) -> None:
                 parts = [f"{prefix}.{p}" for p in merged.get(leaf, (leaf,))]
                 if getattr(module, "bias", None) is not None:
                     module.bias.copy_(torch.cat([state[f"{p}.bias"] for p in parts]))
-                module.weight = torch.nn.Parameter(torch.cat([state[f"{p}.weight"] for p in parts]),
-                                                   requires_grad=False)
+                module.weight = torch.nn.Parameter(
+                    torch.cat([state[f"{p}.weight"] for p in parts]), requires_grad=False
+                )
                 dispatch_cpu_unquantized_gemm(module, remove_weight=True)
                 continue
             for pname, param in module.named_parameters(recurse=False):
@@ -182,8 +220,11 @@ def greedy(engine, prompts: list[str]) -> list[tuple]:
     from vllm import SamplingParams
 
     outs = engine.llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=8, logprobs=0), use_tqdm=False)
-    return [(tuple(c.token_ids), tuple(lp[t].logprob for lp, t in zip(c.logprobs, c.token_ids)))
-            for o in outs for c in o.outputs]
+    return [
+        (tuple(c.token_ids), tuple(lp[t].logprob for lp, t in zip(c.logprobs, c.token_ids)))
+        for o in outs
+        for c in o.outputs
+    ]
 
 
 def profile_sync(console: Console, name: str, engine, model, repeats: int, prompts: list[str]) -> None:
@@ -203,14 +244,21 @@ def profile_sync(console: Console, name: str, engine, model, repeats: int, promp
 
     for _ in range(repeats):
         weights = timed("engine_state_dict(policy)", lambda: list(engine_state_dict(model).items()))
-        timed("collective_rpc(reload_weights)",
-              lambda: engine.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights}))
+        timed(
+            "collective_rpc(reload_weights)",
+            lambda weights=weights: engine.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights}),
+        )
         timed("apply_model(repack_cpu_embeddings)", lambda: engine.llm.apply_model(repack_cpu_embeddings))
         timed("reset_prefix_cache", lambda: engine.llm.reset_prefix_cache())
         timed("= Engine.load_weights (whole)", lambda: engine.load_weights(engine_state_dict(model)))
         state = engine_state_dict(model)
-        timed("prototype: direct_load + reset_prefix_cache", lambda: (
-            engine.llm.apply_model(lambda m: direct_load(m, state)), engine.llm.reset_prefix_cache()))
+        timed(
+            "prototype: direct_load + reset_prefix_cache",
+            lambda state=state: (
+                engine.llm.apply_model(lambda m: direct_load(m, state)),
+                engine.llm.reset_prefix_cache(),
+            ),
+        )
     table = Table(title=f"{name}: weight sync parts, median ms of {repeats}")
     table.add_column("part")
     table.add_column("ms", justify="right")
@@ -228,8 +276,10 @@ def profile_sync(console: Console, name: str, engine, model, repeats: int, promp
     engine.llm.apply_model(lambda m: direct_load(m, state))
     engine.llm.reset_prefix_cache()
     exact = greedy(engine, prompts) == reference
-    console.print(f"{name}: direct_load reproduces load_weights' greedy tokens and log-probs exactly: {exact} "
-                  f"({len(prompts)} prompts; the perturbed weights changed them: {changed})")
+    console.print(
+        f"{name}: direct_load reproduces load_weights' greedy tokens and log-probs exactly: {exact} "
+        f"({len(prompts)} prompts; the perturbed weights changed them: {changed})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,8 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         points = 100 * (a - b)
         ok = points >= TARGET_POINTS
         missed += [] if ok else [seed]
-        table.add_row(str(seed), str(steps), f"{b:.3f} [{bl:.3f}, {bh:.3f}]", f"{a:.3f} [{al:.3f}, {ah:.3f}]",
-                      f"{points:+.1f}", f"{seconds:.0f}", "yes" if ok else "[red]NO[/red]")
+        table.add_row(
+            str(seed),
+            str(steps),
+            f"{b:.3f} [{bl:.3f}, {bh:.3f}]",
+            f"{a:.3f} [{al:.3f}, {ah:.3f}]",
+            f"{points:+.1f}",
+            f"{seconds:.0f}",
+            "yes" if ok else "[red]NO[/red]",
+        )
         console.print(f"seed {seed}: {b:.3f} -> {a:.3f} ({points:+.1f} points) in {seconds:.0f} s; run folder {run}")
     console.print(table)
     if missed:

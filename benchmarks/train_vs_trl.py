@@ -32,8 +32,8 @@ Targets: >= 2x faster on 25m, not slower on tiny (exit code 1 when a ratio misse
 from __future__ import annotations
 
 import argparse
-import json
 import importlib.util
+import json
 import multiprocessing as mp
 import statistics
 import sys
@@ -63,12 +63,17 @@ class Workload:
     target: float  # TRL step time / benchctl step time must be >= this
 
 
-BIG = dict(hidden_size=512, num_layers=8, num_heads=16, num_kv_heads=8, intermediate_size=1536, sft_steps=400,
-           batch_size=32, lr=1e-3)
-WORKLOADS = {
-    "tiny": Workload("tiny", 8, 8, 8, 5e-4, {}, 1.0),
-    "25m": Workload("25m", 16, 8, 64, 1e-5, BIG, 2.0),
-}
+BIG = dict(
+    hidden_size=512,
+    num_layers=8,
+    num_heads=16,
+    num_kv_heads=8,
+    intermediate_size=1536,
+    sft_steps=400,
+    batch_size=32,
+    lr=1e-3,
+)
+WORKLOADS = {"tiny": Workload("tiny", 8, 8, 8, 5e-4, {}, 1.0), "25m": Workload("25m", 16, 8, 64, 1e-5, BIG, 2.0)}
 
 
 def model_path(w: Workload) -> str:
@@ -79,6 +84,7 @@ def model_path(w: Workload) -> str:
 
 
 # ---- benchctl side ----------------------------------------------------------------------------------------
+
 
 class _Gate:
     """A trainer display that hands control back to the parent before the first step and after each step."""
@@ -108,10 +114,22 @@ def benchctl_worker(spec: dict, conn) -> None:
 
     w, steps = Workload(**spec["workload"]), spec["steps"]
     with tempfile.TemporaryDirectory() as out, cli_session(verbose=False, progress=False):
-        cfg = build_config(flag_values={
-            "model": spec["model"], "task": "arith", "group_size": w.group, "prompts_per_step": w.prompts,
-            "steps": steps, "lr": w.lr, "max_tokens": w.max_tokens, "seed": 0, "eval_every": 0, "save_every": 0,
-            "out": f"{out}/run", "progress": False})
+        cfg = build_config(
+            flag_values={
+                "model": spec["model"],
+                "task": "arith",
+                "group_size": w.group,
+                "prompts_per_step": w.prompts,
+                "steps": steps,
+                "lr": w.lr,
+                "max_tokens": w.max_tokens,
+                "seed": 0,
+                "eval_every": 0,
+                "save_every": 0,
+                "out": f"{out}/run",
+                "progress": False,
+            }
+        )
         result = train(cfg, display=_Gate(conn))
         rows = []
         for m in result.metrics:
@@ -123,6 +141,7 @@ def benchctl_worker(spec: dict, conn) -> None:
 
 
 # ---- TRL side ---------------------------------------------------------------------------------------------
+
 
 def trl_worker(spec: dict, conn) -> None:
     import torch
@@ -169,17 +188,43 @@ def trl_worker(spec: dict, conn) -> None:
             self.start = time.perf_counter()
 
     args = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="trl-bench-"), use_cpu=True, bf16=False, fp16=False,
-        gradient_checkpointing=False, use_vllm=False, per_device_train_batch_size=w.prompts * w.group,
-        gradient_accumulation_steps=1, num_generations=w.group, max_completion_length=w.max_tokens,
-        learning_rate=w.lr, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, max_grad_norm=1.0,
-        beta=0.0, epsilon=0.2, epsilon_high=0.2, loss_type="grpo", scale_rewards="group", temperature=1.0,
-        top_p=1.0, top_k=0, max_steps=steps, logging_steps=1, save_strategy="no", report_to="none", seed=0,
-        disable_tqdm=True, dataloader_num_workers=0, log_level="error")
+        output_dir=tempfile.mkdtemp(prefix="trl-bench-"),
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        gradient_checkpointing=False,
+        use_vllm=False,
+        per_device_train_batch_size=w.prompts * w.group,
+        gradient_accumulation_steps=1,
+        num_generations=w.group,
+        max_completion_length=w.max_tokens,
+        learning_rate=w.lr,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        beta=0.0,
+        epsilon=0.2,
+        epsilon_high=0.2,
+        loss_type="grpo",
+        scale_rewards="group",
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        max_steps=steps,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=0,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        log_level="error",
+    )
     model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(spec["model"])
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data,
-                          processing_class=tokenizer, callbacks=[Gate()])
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tokenizer, callbacks=[Gate()]
+    )
     trainer.remove_callback(PrinterCallback)  # TRL's per-step log dicts on stdout
     trainer.train()
     conn.send(("done", rows))
@@ -190,6 +235,7 @@ def trl_phases(events: list[tuple[str, float, float]], total: float, metrics: di
     _calculate_rewards, logprobs = per-token log-probs computed while preparing the batch (old/reference policy;
     none with beta=0 and one iteration), advantage = the rest of batch preparation (tokenising, padding,
     advantages, metrics), update = everything after it (loss forward, backward, optimizer step)."""
+
     def total_of(name, within=None):
         return sum(e - s for n, s, e in events if n == name and (within is None or within[0] <= s <= within[1]))
 
@@ -197,12 +243,22 @@ def trl_phases(events: list[tuple[str, float, float]], total: float, metrics: di
     rollout, reward = total_of("transformers.generate"), total_of("_calculate_rewards")
     logprobs = total_of("_get_per_token_logps_and_entropies", within=prep)
     advantage = max(prep[1] - prep[0] - rollout - reward - logprobs, 0.0)
-    return {"rollout": rollout, "reward": reward, "advantage": advantage, "logprobs": logprobs,
-            "update": total - (prep[1] - prep[0]), "sync": 0.0, "other": 0.0, "step": total,
-            "acr": metrics["frac_reward_zero_std"][-1], "reward/mean": metrics["reward"][-1]}
+    return {
+        "rollout": rollout,
+        "reward": reward,
+        "advantage": advantage,
+        "logprobs": logprobs,
+        "update": total - (prep[1] - prep[0]),
+        "sync": 0.0,
+        "other": 0.0,
+        "step": total,
+        "acr": metrics["frac_reward_zero_std"][-1],
+        "reward/mean": metrics["reward"][-1],
+    }
 
 
 # ---- driver -----------------------------------------------------------------------------------------------
+
 
 def run_pair(w: Workload, steps: int) -> dict[str, list[dict]]:
     """Both sides on workload `w`, gated step by step; returns per-side metric rows (one per step)."""
@@ -214,7 +270,7 @@ def run_pair(w: Workload, steps: int) -> dict[str, list[dict]]:
         proc = ctx.Process(target=target, args=(spec, child), daemon=True)
         proc.start()
         sides[name] = (proc, parent)
-    for name, (proc, conn) in sides.items():  # both set up (concurrently), then wait at the gate
+    for name, (_proc, conn) in sides.items():  # both set up (concurrently), then wait at the gate
         kind, _ = conn.recv()
         assert kind == "ready", (name, kind)
     results: dict[str, list[dict]] = {}
@@ -245,22 +301,25 @@ def report(console: Console, w: Workload, results: dict, warmup: int) -> tuple[f
     """Print the phase table of workload `w`; returns (TRL/benchctl step ratio, sync fraction of benchctl)."""
     med = {name: medians(rows, warmup) for name, rows in results.items()}
     n = len(results["benchctl"]) - warmup
-    table = Table(title=f"{w.name}: {w.prompts} prompts x G={w.group}, max {w.max_tokens} tokens, lr {w.lr:g}; "
-                        f"median s of {n} gated steps (after {warmup} warm-up)")
+    table = Table(
+        title=f"{w.name}: {w.prompts} prompts x G={w.group}, max {w.max_tokens} tokens, lr {w.lr:g}; "
+        f"median s of {n} gated steps (after {warmup} warm-up)"
+    )
     for col in ("side", *PHASES, "ACR", "reward/mean"):
         table.add_column(col, justify="right")
     for name, m in med.items():
-        table.add_row(name, *(f"{m[p]:.3f}" for p in PHASES), f"{m['acr']:.2f}",
-                      f"{m['reward/mean']:.3f}")
+        table.add_row(name, *(f"{m[p]:.3f}" for p in PHASES), f"{m['acr']:.2f}", f"{m['reward/mean']:.3f}")
     console.print(table)
     ratio = med["TRL"]["step"] / med["benchctl"]["step"]
     fractions = [r["sync"] / r["step"] for r in results["benchctl"][warmup:]]
     sync = statistics.median(fractions)
     ok = "ok" if ratio >= w.target else "[red]MISSED[/red]"
-    console.print(f"{w.name}: TRL / benchctl step time = {ratio:.2f}x (target >= {w.target:g}x) {ok}; "
-                  f"ACR benchctl {med['benchctl']['acr']:.2f}, TRL {med['TRL']['acr']:.2f}; "
-                  f"benchctl sync = {100 * sync:.1f}% of step (target < 5%) "
-                  f"{'ok' if sync < 0.05 else '[red]MISSED[/red]'}")
+    console.print(
+        f"{w.name}: TRL / benchctl step time = {ratio:.2f}x (target >= {w.target:g}x) {ok}; "
+        f"ACR benchctl {med['benchctl']['acr']:.2f}, TRL {med['TRL']['acr']:.2f}; "
+        f"benchctl sync = {100 * sync:.1f}% of step (target < 5%) "
+        f"{'ok' if sync < 0.05 else '[red]MISSED[/red]'}"
+    )
     return ratio, sync
 
 
@@ -287,8 +346,10 @@ def main(argv: list[str] | None = None) -> int:
         w = WORKLOADS[name]
         begin = time.perf_counter()
         info = json.loads((Path(model_path(w)) / INFO_FILE).read_text())
-        console.print(f"{name}: {info['parameters']:,} parameters, SFT warm start {info['sft/steps']} steps "
-                      f"(last loss {info['sft/last_loss']:.3f}, built once in {info['build_seconds']:.0f} s)")
+        console.print(
+            f"{name}: {info['parameters']:,} parameters, SFT warm start {info['sft/steps']} steps "
+            f"(last loss {info['sft/last_loss']:.3f}, built once in {info['build_seconds']:.0f} s)"
+        )
         results = run_pair(w, steps)
         ratio, _ = report(console, w, results, warmup)
         console.print(f"({name}: {time.perf_counter() - begin:.0f} s incl. start-up of both sides)")

@@ -41,8 +41,10 @@ def benchmarks_dir() -> Path:
     found = find_benchmarks_dir()
     if found is None:
         looked = ", ".join(str(path) for path in benchmarks_dir_candidates())
-        pytest.skip(f"complete benchmark files not found in {looked}: put them in DIR (`benchctl data pull --out DIR`) "
-                    f"and set BENCHCTL_DATA_DIR=DIR, or put shared/benchmarks beside the checkout")
+        pytest.skip(
+            f"complete benchmark files not found in {looked}: put them in DIR (`benchctl data pull --out DIR`) "
+            f"and set BENCHCTL_DATA_DIR=DIR, or put shared/benchmarks beside the checkout"
+        )
     return found
 
 

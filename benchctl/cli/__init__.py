@@ -61,7 +61,6 @@ app = typer.Typer(
 )
 
 
-
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version
@@ -73,12 +72,18 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show third-party logs and warnings "
-                                          "(vLLM, torch, transformers, Triton).")] = False,
-    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bars (they are drawn on a "
-                                              "terminal only).")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Also show third-party logs and warnings (vLLM, torch, transformers, Triton)."
+        ),
+    ] = False,
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="No progress bars (they are drawn on a terminal only).")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Benchmark group-relative advantage estimators (GRPO, Dr.GRPO, DAPO, HA-DW, A-GRAE, AVSPO, DGPO, OAR, ...)."""
     from benchctl.quiet import cli_session
@@ -87,15 +92,15 @@ def _root(
 
 
 # Each command module registers its commands on `app`; see register() in each.
+from benchctl.cli import data as _data  # noqa: E402
 from benchctl.cli import estimators as _estimators  # noqa: E402
+from benchctl.cli import evaluate as _evaluate  # noqa: E402
+from benchctl.cli import matrix as _matrix  # noqa: E402
+from benchctl.cli import models as _models  # noqa: E402
+from benchctl.cli import report as _report  # noqa: E402
 from benchctl.cli import simulate as _simulate  # noqa: E402
 from benchctl.cli import tasks as _tasks  # noqa: E402
-from benchctl.cli import evaluate as _evaluate  # noqa: E402
-from benchctl.cli import models as _models  # noqa: E402
 from benchctl.cli import train as _train  # noqa: E402
-from benchctl.cli import report as _report  # noqa: E402
-from benchctl.cli import data as _data  # noqa: E402
-from benchctl.cli import matrix as _matrix  # noqa: E402
 
 for _module in (_estimators, _simulate, _tasks, _evaluate, _models, _train, _report, _data, _matrix):
     _module.register(app)

@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 
 def pull_command(
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the task files into; pass it as --data-dir "
-                                      "(or BENCHCTL_DATA_DIR) afterwards.")],
-    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks (default: every task with "
-                                                 "a hub dataset; see benchctl tasks).")] = None,
-    mirror: Annotated[Optional[Path], typer.Option("--from", help="Read the hub datasets from local snapshots "
-                                                   "DIR/<org>/<name> (hub layout) instead of the network.")] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Folder to write the task files into; pass it as --data-dir (or BENCHCTL_DATA_DIR) afterwards.",
+        ),
+    ],
+    tasks: Annotated[
+        str | None,
+        typer.Option(
+            "--tasks", help="Comma-separated tasks (default: every task with a hub dataset; see benchctl tasks)."
+        ),
+    ] = None,
+    mirror: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Read the hub datasets from local snapshots DIR/<org>/<name> (hub layout) instead of the network.",
+        ),
+    ] = None,
 ) -> None:
     """Download each task's canonical hub dataset with `datasets` and write it as the local JSON Lines file that
     --data-dir reads (same problems and golds as loading from the hub)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -73,9 +73,16 @@ def _code(text: str) -> str:
 
 
 def _markdown_section(info) -> list[str]:
-    lines = [f"## {info.name}", "", f"{info.description}", "", f"- **Kind:** {info.kind}",
-             f"- **Formula:** {_code(info.formula)}", f"- **Reference:** {' '.join(info.source.split())}",
-             f"- **Default loss aggregation:** {info.loss_agg or 'same as the base estimator'}"]
+    lines = [
+        f"## {info.name}",
+        "",
+        f"{info.description}",
+        "",
+        f"- **Kind:** {info.kind}",
+        f"- **Formula:** {_code(info.formula)}",
+        f"- **Reference:** {' '.join(info.source.split())}",
+        f"- **Default loss aggregation:** {info.loss_agg or 'same as the base estimator'}",
+    ]
     if info.token_scores:
         lines.append(f"- **Token-level:** needs '{info.token_scores}' importance scores (`Estimator.token_advantages`)")
     lines += ["", "| hyperparameter | default | help |", "|---|---|---|"]
@@ -115,9 +122,13 @@ def register(app: typer.Typer) -> None:
     @sub.callback(invoke_without_command=True)
     def listing(
         ctx: typer.Context,
-        as_markdown: Annotated[bool, typer.Option("--markdown", help="Print every estimator as Markdown "
-                                                  "(formula, defaults, reference, choices): docs/estimators.md.")]
-        = False,
+        as_markdown: Annotated[
+            bool,
+            typer.Option(
+                "--markdown",
+                help="Print every estimator as Markdown (formula, defaults, reference, choices): docs/estimators.md.",
+            ),
+        ] = False,
     ) -> None:
         """List every registered estimator: name, kind, hyperparameter defaults, reference."""
         if ctx.invoked_subcommand is None:
@@ -131,8 +142,8 @@ def register(app: typer.Typer) -> None:
     @sub.command("show")
     def show(
         name: Annotated[str, typer.Argument(help="estimator name, e.g. ha_dw (see `benchctl estimators`)")],
-        base: Annotated[Optional[str], typer.Option(help="base estimator of a modifier (default grpo)")] = None,
-        set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a hyperparameter, KEY=VALUE")] = None,
+        base: Annotated[str | None, typer.Option(help="base estimator of a modifier (default grpo)")] = None,
+        set_: Annotated[list[str] | None, typer.Option("--set", help="override a hyperparameter, KEY=VALUE")] = None,
     ) -> None:
         """Print an estimator's formula, defaults, hyperparameter help, loss aggregation and 'our choice' notes."""
         from benchctl.estimators import estimator_info

@@ -7,27 +7,38 @@ Library entry points: `benchctl.evaluation.run_eval` / `run_grade`, `benchctl.au
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import click
 import typer
 
-_SOURCE = {"COMMANDLINE": "flag", "ENVIRONMENT": "env", "DEFAULT": "default", "DEFAULT_MAP": "default",
-           "PROMPT": "flag"}
+_SOURCE = {
+    "COMMANDLINE": "flag",
+    "ENVIRONMENT": "env",
+    "DEFAULT": "default",
+    "DEFAULT_MAP": "default",
+    "PROMPT": "flag",
+}
 _DATA_DIR_HELP = "Folder of local benchmark files (shared/benchmarks schema); else $BENCHCTL_DATA_DIR, else the hub."
 
-ModelOpt = Annotated[str, typer.Option("--model", help="HF model folder, hub id (org/name), or benchctl run folder "
-                                       "(uses RUN/model/, else RUN/checkpoints/latest).")]
-DataDirOpt = Annotated[Optional[str], typer.Option("--data-dir", envvar="BENCHCTL_DATA_DIR", help=_DATA_DIR_HELP)]
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        help="HF model folder, hub id (org/name), or benchctl run folder "
+        "(uses RUN/model/, else RUN/checkpoints/latest).",
+    ),
+]
+DataDirOpt = Annotated[str | None, typer.Option("--data-dir", envvar="BENCHCTL_DATA_DIR", help=_DATA_DIR_HELP)]
 OverwriteOpt = Annotated[bool, typer.Option("--overwrite", help="Discard what --out holds from a different config.")]
 ResamplesOpt = Annotated[int, typer.Option("--resamples", min=1, help="Bootstrap resamples for the 95% CIs.")]
-WorkersOpt = Annotated[Optional[int], typer.Option("--grade-workers", min=1, help="Grader processes.")]
+WorkersOpt = Annotated[int | None, typer.Option("--grade-workers", min=1, help="Grader processes.")]
 TimeoutOpt = Annotated[float, typer.Option("--grade-timeout", min=0.1, help="Seconds per graded item.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Sampling seed (and bootstrap seed).")]
 TempOpt = Annotated[float, typer.Option("--temperature", min=0.0, help="Sampling temperature.")]
 TopPOpt = Annotated[float, typer.Option("--top-p", min=0.0, max=1.0, help="Nucleus sampling top-p.")]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N problems.")]
-MaxLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", min=1, help="Engine context length.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N problems.")]
+MaxLenOpt = Annotated[int | None, typer.Option("--max-model-len", min=1, help="Engine context length.")]
 
 
 def _config(cls, ctx: click.Context, renames: dict | None = None, **converted):
@@ -57,14 +68,14 @@ def eval_command(
     model: ModelOpt,
     tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated task names, e.g. math500,aime24.")],
     k: Annotated[str, typer.Option("--k", help="k values: 1..256 (powers of two), 1,5,10, or a mix.")] = "1",
-    n: Annotated[Optional[int], typer.Option("--n", min=1, help="Samples per problem (default: largest k).")] = None,
+    n: Annotated[int | None, typer.Option("--n", min=1, help="Samples per problem (default: largest k).")] = None,
     temperature: TempOpt = 0.6,
     top_p: TopPOpt = 0.95,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Max new tokens per sample.")] = 4096,
     seed: SeedOpt = 0,
     limit: LimitOpt = None,
     data_dir: DataDirOpt = None,
-    out: Annotated[Optional[str], typer.Option("--out", help="Run folder (default: results/eval/<model-name>).")] = None,
+    out: Annotated[str | None, typer.Option("--out", help="Run folder (default: results/eval/<model-name>).")] = None,
     overwrite: OverwriteOpt = False,
     max_model_len: MaxLenOpt = None,
     resamples: ResamplesOpt = 1000,
@@ -86,7 +97,7 @@ def grade_command(
     task: Annotated[str, typer.Option("--task", help="Task whose problems and grader to use.")],
     samples: Annotated[str, typer.Option("--samples", help="JSON Lines: {problem_id, completion} per line.")],
     out: Annotated[str, typer.Option("--out", help="Output folder (same tables as benchctl eval).")],
-    k: Annotated[Optional[str], typer.Option("--k", help="k values (default: powers of two <= min n).")] = None,
+    k: Annotated[str | None, typer.Option("--k", help="k values (default: powers of two <= min n).")] = None,
     data_dir: DataDirOpt = None,
     overwrite: OverwriteOpt = False,
     resamples: ResamplesOpt = 1000,
@@ -104,11 +115,17 @@ def grade_command(
 def mqr_command(
     ctx: typer.Context,
     model: ModelOpt,
-    out: Annotated[str, typer.Option("--out", help="Output task file (.jsonl); name it math_train.jsonl in a "
-                                     "folder to train on it with --data-dir.")],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out",
+            help="Output task file (.jsonl); name it math_train.jsonl in a folder to train on it with --data-dir.",
+        ),
+    ],
     task: Annotated[str, typer.Option("--task", help="Math task to reformulate.")] = "math_train",
-    aspects: Annotated[str, typer.Option("--aspects", help="Comma list of background,term,subproblem.")]
-    = "background,term,subproblem",
+    aspects: Annotated[
+        str, typer.Option("--aspects", help="Comma list of background,term,subproblem.")
+    ] = "background,term,subproblem",
     limit: LimitOpt = None,
     data_dir: DataDirOpt = None,
     keep_original: Annotated[bool, typer.Option(help="Also write the original rows (MathForge's 4x set).")] = True,

@@ -2,29 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-Results = Annotated[str, typer.Option("--results", help="Folder for the cells (runs/<cell>/), index.parquet "
-                                      "and the report.")]
-MatrixFile = Annotated[str, typer.Argument(help="Matrix YAML (models, task, estimators with grids, recipes, "
-                                           "group_sizes, seeds, train, eval).", show_default=False)]
+Results = Annotated[
+    str, typer.Option("--results", help="Folder for the cells (runs/<cell>/), index.parquet and the report.")
+]
+MatrixFile = Annotated[
+    str,
+    typer.Argument(
+        help="Matrix YAML (models, task, estimators with grids, recipes, group_sizes, seeds, train, eval).",
+        show_default=False,
+    ),
+]
 
-matrix_app = typer.Typer(help="Run a (model x estimator grid x recipe x G x seed) matrix of training runs, "
-                         "resumably, each evaluated; RESULTS/index.parquet lists them.", no_args_is_help=True)
+matrix_app = typer.Typer(
+    help="Run a (model x estimator grid x recipe x G x seed) matrix of training runs, "
+    "resumably, each evaluated; RESULTS/index.parquet lists them.",
+    no_args_is_help=True,
+)
 
 
 @matrix_app.command("run")
 def run_command(
     file: MatrixFile,
     results: Results = "results",
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells and their run folders; run nothing.")] = False,
-    executor: Annotated[str, typer.Option("--executor", help="How cells run: serial (one after another, one "
-                                          "engine start) or ray (one Ray task per cell, one GPU each where "
-                                          "there are GPUs).")] = "serial",
-    address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster address (--executor ray); "
-                                                   "default: a local cluster for this command.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the cells and their run folders; run nothing.")
+    ] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="How cells run: serial (one after another, one "
+            "engine start) or ray (one Ray task per cell, one GPU each where "
+            "there are GPUs).",
+        ),
+    ] = "serial",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Ray cluster address (--executor ray); default: a local cluster for this command."
+        ),
+    ] = None,
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
     interrupted ones from their checkpoint and retries failed ones. Exit 1 when a cell failed, 130 on Ctrl-C."""
@@ -35,8 +56,7 @@ def run_command(
     if dry_run:
         print_cells(spec, results)
         return
-    outcome = run_matrix(spec, results, executor=executor, on_event=progress_printer(len(spec.cells)),
-                         address=address)
+    outcome = run_matrix(spec, results, executor=executor, on_event=progress_printer(len(spec.cells)), address=address)
     print_outcome(outcome)
     if outcome.interrupted or outcome.failed:
         raise typer.Exit(130 if outcome.interrupted else 1)

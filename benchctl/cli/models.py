@@ -14,7 +14,9 @@ _DEFAULTS = TinyModelConfig()
 
 def tiny_model(
     out: Annotated[Path, typer.Option(help="folder to write the HF-format model into")] = Path("results/models/tiny"),
-    sft_steps: Annotated[int, typer.Option(min=0, help="SFT optimizer steps on arith (0 = random init)")] = _DEFAULTS.sft_steps,
+    sft_steps: Annotated[
+        int, typer.Option(min=0, help="SFT optimizer steps on arith (0 = random init)")
+    ] = _DEFAULTS.sft_steps,
     seed: Annotated[int, typer.Option(help="seed for the initial weights and the SFT data order")] = _DEFAULTS.seed,
     overwrite: Annotated[bool, typer.Option(help="replace an existing folder")] = False,
 ) -> None:

@@ -5,7 +5,7 @@ Library entry points: `benchctl.report.build_report(ReportConfig)`, `benchctl.re
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,19 +14,33 @@ from benchctl.cli.evaluate import _config, _print, _split
 
 def report_command(
     ctx: typer.Context,
-    inputs: Annotated[list[str], typer.Argument(help="Run folders, results folders (index.parquet), or folders "
-                                                     "holding runs.", show_default=False)],
-    out: Annotated[Optional[str], typer.Option("--out", help="Write report.md/.html, parquet tables, plots here.")]
-    = None,
-    baseline: Annotated[str, typer.Option("--baseline", help="Arm to compare against (estimator_label, estimator "
-                                                             "or model); 'none' for no comparisons.")] = "grpo",
-    where: Annotated[Optional[list[str]], typer.Option("--where", help="Keep runs with key=value, key=v1,v2 or "
-                                                                      "key!=value (repeatable).")] = None,
-    group_by: Annotated[Optional[str], typer.Option("--group-by", help="Comma list of run columns that define "
-                                                    "an arm (default: estimator_label + varying columns).")] = None,
-    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Evaluated tasks to report (default: all).")]
-    = None,
-    k: Annotated[Optional[str], typer.Option("--k", help="k values to report (default: all), e.g. 1,4,16.")] = None,
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Run folders, results folders (index.parquet), or folders holding runs.", show_default=False
+        ),
+    ],
+    out: Annotated[str | None, typer.Option("--out", help="Write report.md/.html, parquet tables, plots here.")] = None,
+    baseline: Annotated[
+        str,
+        typer.Option(
+            "--baseline",
+            help="Arm to compare against (estimator_label, estimator or model); 'none' for no comparisons.",
+        ),
+    ] = "grpo",
+    where: Annotated[
+        list[str] | None,
+        typer.Option("--where", help="Keep runs with key=value, key=v1,v2 or key!=value (repeatable)."),
+    ] = None,
+    group_by: Annotated[
+        str | None,
+        typer.Option(
+            "--group-by",
+            help="Comma list of run columns that define an arm (default: estimator_label + varying columns).",
+        ),
+    ] = None,
+    tasks: Annotated[str | None, typer.Option("--tasks", help="Evaluated tasks to report (default: all).")] = None,
+    k: Annotated[str | None, typer.Option("--k", help="k values to report (default: all), e.g. 1,4,16.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
     alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate (Holm).")] = 0.05,
     resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples (CIs, paired tests).")] = 10000,
@@ -37,9 +51,17 @@ def report_command(
     from benchctl.report import ReportConfig, build_report
     from benchctl.results.kspec import parse_ks
 
-    config = _config(ReportConfig, ctx, {"k": "ks"}, inputs=tuple(inputs), where=tuple(where or ()),
-                     baseline=None if baseline.lower() == "none" else baseline,
-                     group_by=_split(group_by or ""), tasks=_split(tasks or ""), ks=parse_ks(k) if k else ())
+    config = _config(
+        ReportConfig,
+        ctx,
+        {"k": "ks"},
+        inputs=tuple(inputs),
+        where=tuple(where or ()),
+        baseline=None if baseline.lower() == "none" else baseline,
+        group_by=_split(group_by or ""),
+        tasks=_split(tasks or ""),
+        ks=parse_ks(k) if k else (),
+    )
     result = build_report(config)
     for table in result.rich_tables():
         _print(table)
@@ -52,9 +74,13 @@ def report_command(
 def replay_command(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="Training run folder (with rollouts/).", show_default=False)],
-    estimators: Annotated[str, typer.Option("--estimators", help="Estimators to replay, e.g. "
-                                            "'grpo,ha_dw(lambda_scale=1.5),a_grae(base=dr_grpo)'.")] = "grpo",
-    out: Annotated[Optional[str], typer.Option("--out", help="Write replay_*.parquet and replay.png here.")] = None,
+    estimators: Annotated[
+        str,
+        typer.Option(
+            "--estimators", help="Estimators to replay, e.g. 'grpo,ha_dw(lambda_scale=1.5),a_grae(base=dr_grpo)'."
+        ),
+    ] = "grpo",
+    out: Annotated[str | None, typer.Option("--out", help="Write replay_*.parquet and replay.png here.")] = None,
     correct_above: Annotated[float, typer.Option("--correct-above", help="Correct when reward > this.")] = 0.0,
     hard_below: Annotated[float, typer.Option("--hard-below", help="Hard prompt: group accuracy < this.")] = 0.5,
 ):

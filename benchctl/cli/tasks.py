@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 DataDir = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--data-dir", help="folder with the benchmark JSON Lines files (default: $BENCHCTL_DATA_DIR)"),
 ]
 
@@ -37,8 +37,11 @@ def _table(summaries, data_dir: Path | None) -> Table:
 
 def register(app: typer.Typer) -> None:
     """Add `tasks` (list) and `tasks show NAME` to the root app."""
-    sub = typer.Typer(help="List the benchmark tasks, or show one with [bold]benchctl tasks show NAME[/bold].",
-                      rich_markup_mode="rich", invoke_without_command=True)
+    sub = typer.Typer(
+        help="List the benchmark tasks, or show one with [bold]benchctl tasks show NAME[/bold].",
+        rich_markup_mode="rich",
+        invoke_without_command=True,
+    )
 
     @sub.callback(invoke_without_command=True)
     def listing(ctx: typer.Context, data_dir: DataDir = None) -> None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,34 +11,40 @@ Opt = typer.Option
 
 
 def train_command(
-    model: Annotated[Optional[str], Opt("--model", help="tiny (embedded default), HF folder, hub id, or run folder.")] = None,
-    task: Annotated[Optional[str], Opt("--task", help="Training task (default arith), or a JSON Lines task file.")] = None,
-    estimator: Annotated[Optional[str], Opt("--estimator", help="Advantage estimator (benchctl estimators).")] = None,
-    sets: Annotated[Optional[list[str]], Opt("--set", help="Estimator hyperparameter key=value (repeatable; base=NAME).")] = None,
-    recipe: Annotated[Optional[str], Opt("--recipe", help="dapo | dr_grpo | gspo (spec §6).")] = None,
-    config: Annotated[Optional[str], Opt("--config", help="YAML file with any of these settings; flags override it.")] = None,
-    group_size: Annotated[Optional[int], Opt("--group-size", "-G", help="Rollouts per prompt (default 8).")] = None,
-    prompts_per_step: Annotated[Optional[int], Opt("--prompts-per-step", help="Prompts per step (default 32).")] = None,
-    steps: Annotated[Optional[int], Opt("--steps", help="Training steps (default 200).")] = None,
-    token_budget: Annotated[Optional[int], Opt("--token-budget", help="Stop after this many rollout tokens.")] = None,
-    lr: Annotated[Optional[float], Opt("--lr", help="AdamW learning rate (tiny: 3e-4, else 1e-6).")] = None,
-    loss_agg: Annotated[Optional[str], Opt("--loss-agg", help="seq-mean-token-mean | token-mean | "
-                                           "seq-mean-token-sum-norm | token-mean-nondegenerate.")] = None,
-    clip_low: Annotated[Optional[float], Opt("--clip-low", help="Lower ratio clip (default 0.2).")] = None,
-    clip_high: Annotated[Optional[float], Opt("--clip-high", help="Upper ratio clip (default 0.2).")] = None,
-    kl_coef: Annotated[Optional[float], Opt("--kl-coef", help="k3 KL coefficient to the initial policy.")] = None,
-    epochs: Annotated[Optional[int], Opt("--epochs", help="Passes over each rollout batch.")] = None,
-    mini_batches: Annotated[Optional[int], Opt("--mini-batches", help="Optimizer steps per epoch.")] = None,
-    max_tokens: Annotated[Optional[int], Opt("--max-tokens", help="New tokens per rollout (arith: 8, else 1024).")] = None,
-    temperature: Annotated[Optional[float], Opt("--temperature", help="Rollout temperature (default 1.0).")] = None,
-    seed: Annotated[Optional[int], Opt("--seed", help="Seed (data order, sampling, mini-batches).")] = None,
-    eval_every: Annotated[Optional[int], Opt("--eval-every", help="Held-out eval every N steps (0 = off).")] = None,
-    eval_task: Annotated[Optional[str], Opt("--eval-task", help="Held-out task (default: the training task).")] = None,
-    save_every: Annotated[Optional[int], Opt("--save-every", help="Checkpoint every N steps (default 10).")] = None,
-    data_dir: Annotated[Optional[str], Opt("--data-dir", envvar="BENCHCTL_DATA_DIR", help="Local benchmark folder.")] = None,
-    device: Annotated[Optional[str], Opt("--device", help="auto | cpu | cuda.")] = None,
-    out: Annotated[Optional[str], Opt("--out", help="Run folder (default results/train/<model>-<estimator>-G<G>-s<seed>).")] = None,
-    resume: Annotated[Optional[str], Opt("--resume", help="Continue RUN from its latest checkpoint.")] = None,
+    model: Annotated[str | None, Opt("--model", help="tiny (embedded), HF folder, hub id, or run folder.")] = None,
+    task: Annotated[str | None, Opt("--task", help="Training task (default arith), or a JSON Lines task file.")] = None,
+    estimator: Annotated[str | None, Opt("--estimator", help="Advantage estimator (benchctl estimators).")] = None,
+    sets: Annotated[list[str] | None, Opt("--set", help="Estimator key=value (repeatable; base=NAME).")] = None,
+    recipe: Annotated[str | None, Opt("--recipe", help="dapo | dr_grpo | gspo (spec §6).")] = None,
+    config: Annotated[str | None, Opt("--config", help="YAML file of these settings; flags override it.")] = None,
+    group_size: Annotated[int | None, Opt("--group-size", "-G", help="Rollouts per prompt (default 8).")] = None,
+    prompts_per_step: Annotated[int | None, Opt("--prompts-per-step", help="Prompts per step (default 32).")] = None,
+    steps: Annotated[int | None, Opt("--steps", help="Training steps (default 200).")] = None,
+    token_budget: Annotated[int | None, Opt("--token-budget", help="Stop after this many rollout tokens.")] = None,
+    lr: Annotated[float | None, Opt("--lr", help="AdamW learning rate (tiny: 3e-4, else 1e-6).")] = None,
+    loss_agg: Annotated[
+        str | None,
+        Opt(
+            "--loss-agg", help="seq-mean-token-mean | token-mean | seq-mean-token-sum-norm | token-mean-nondegenerate."
+        ),
+    ] = None,
+    clip_low: Annotated[float | None, Opt("--clip-low", help="Lower ratio clip (default 0.2).")] = None,
+    clip_high: Annotated[float | None, Opt("--clip-high", help="Upper ratio clip (default 0.2).")] = None,
+    kl_coef: Annotated[float | None, Opt("--kl-coef", help="k3 KL coefficient to the initial policy.")] = None,
+    epochs: Annotated[int | None, Opt("--epochs", help="Passes over each rollout batch.")] = None,
+    mini_batches: Annotated[int | None, Opt("--mini-batches", help="Optimizer steps per epoch.")] = None,
+    max_tokens: Annotated[int | None, Opt("--max-tokens", help="New tokens per rollout (arith: 8, else 1024).")] = None,
+    temperature: Annotated[float | None, Opt("--temperature", help="Rollout temperature (default 1.0).")] = None,
+    seed: Annotated[int | None, Opt("--seed", help="Seed (data order, sampling, mini-batches).")] = None,
+    eval_every: Annotated[int | None, Opt("--eval-every", help="Held-out eval every N steps (0 = off).")] = None,
+    eval_task: Annotated[str | None, Opt("--eval-task", help="Held-out task (default: the training task).")] = None,
+    save_every: Annotated[int | None, Opt("--save-every", help="Checkpoint every N steps (default 10).")] = None,
+    data_dir: Annotated[str | None, Opt("--data-dir", envvar="BENCHCTL_DATA_DIR", help="Local data folder.")] = None,
+    device: Annotated[str | None, Opt("--device", help="auto | cpu | cuda.")] = None,
+    out: Annotated[
+        str | None, Opt("--out", help="Run folder (default results/train/<model>-<est>-G<G>-s<seed>).")
+    ] = None,
+    resume: Annotated[str | None, Opt("--resume", help="Continue RUN from its latest checkpoint.")] = None,
     progress: Annotated[bool, Opt("--progress/--no-progress", help="Live display on stderr (a terminal only).")] = True,
 ):
     """Train a policy with an advantage estimator on a task: rollouts from vLLM, clipped policy-gradient updates,

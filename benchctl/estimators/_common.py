@@ -109,7 +109,11 @@ def hp(default: Any, help: str) -> Any:  # noqa: A002 - "help" is the metadata k
 
 def number(name: str, value: Any, low=None, high=None, *, low_open=False, high_open=False) -> None:
     """Check a real-valued hyperparameter: a finite number inside the range, else BenchctlError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+    ):
         lo, hi = ("-inf" if low is None else low), ("inf" if high is None else high)
         raise BenchctlError(f"{name}={value!r} must be a finite number in [{lo}, {hi}]")
     check_range(name, value, low, high, low_open=low_open, high_open=high_open)

@@ -7,7 +7,8 @@ float dtype (torch), since an integer advantage would be meaningless.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

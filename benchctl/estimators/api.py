@@ -148,6 +148,7 @@ def _state_from_json(spec: EstimatorSpec, data: Any) -> Any:
 
 def _state_value(name: str, key: str, value: Any) -> Any:
     """A JSON state value back as the dataclass expects it: numbers (or None), lists of numbers as tuples."""
+
     def number(v):
         if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
             return v
@@ -163,8 +164,9 @@ def param_names(name: str) -> list[str]:
     return own if spec.kind == "base" else own + [n for n in param_names("grpo") if n not in own]
 
 
-def get_estimator(name: str, *, base: str | Estimator | None = None, base_params: dict | None = None,
-                  **params: Any) -> Estimator:
+def get_estimator(
+    name: str, *, base: str | Estimator | None = None, base_params: dict | None = None, **params: Any
+) -> Estimator:
     """Build an estimator.  Modifiers take `base=` (a name, default "grpo", or an Estimator); keyword
     arguments a modifier does not own flow to its base; `base_params` sets base fields that share a name.
     """

@@ -60,8 +60,5 @@ def dgpo(rewards: np.ndarray, params: DgpoParams, state: None):
         weights = np.ones_like(stats.mean)
     scale = g * weights / np.where(stats.degenerate, 1.0, mad_sum + params.eps_mad)  # (P,)
     live = weights[~stats.degenerate]
-    metrics = {
-        "dgpo_weight_min": live.min() if live.size else 1.0,
-        "dgpo_weight_max": live.max() if live.size else 1.0,
-    }
+    metrics = {"dgpo_weight_min": live.min() if live.size else 1.0, "dgpo_weight_max": live.max() if live.size else 1.0}
     return np.multiply(stats.centered, scale[:, None], out=stats.centered), None, metrics

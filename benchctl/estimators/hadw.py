@@ -45,8 +45,9 @@ class HadwState:
     accs: tuple[float, ...]  # last h batch accuracies (hard update)
 
 
-def reweight(base_adv: np.ndarray, p: np.ndarray, prior: float, lam: float, keep: np.ndarray,
-             out: np.ndarray) -> np.ndarray:
+def reweight(
+    base_adv: np.ndarray, p: np.ndarray, prior: float, lam: float, keep: np.ndarray, out: np.ndarray
+) -> np.ndarray:
     """A * Phi with Phi = lam exp(D M), D = -sgn(A) sgn(p_q - C), M = |p_q - C| (Eq. 13-16); (P, G) -> (P, G).
 
     D M = -(p_q - C) when A > 0 and +(p_q - C) when A < 0 (A = 0 gives 0 whatever Phi), so Phi takes two
@@ -67,7 +68,7 @@ def _pstd(values: tuple[float, ...]) -> float:
 def next_anchor(prior: float, y: float, state: HadwState | None, params: HadwParams):
     """Posterior anchor C+ and the updated history (Eq. 8-12; App. F Eq. 134 for update='hard')."""
     anchors = () if state is None else state.anchors
-    accs = ((() if state is None else state.accs) + (y,))[-params.h:]
+    accs = ((() if state is None else state.accs) + (y,))[-params.h :]
     sigma = _pstd(anchors) if len(anchors) >= 2 else 1.0  # [our choice] sigma = 1 with < 2 anchors
     eta_t = min(max(params.eta * sigma, 0.0), 1.0)
     if params.anchor == "fixed":
@@ -76,7 +77,7 @@ def next_anchor(prior: float, y: float, state: HadwState | None, params: HadwPar
         post = sum(accs) / len(accs)
     else:
         post = (1.0 - eta_t) * prior + eta_t * y
-    return post, HadwState(post, (anchors + (post,))[-params.m:], accs), sigma, eta_t
+    return post, HadwState(post, (anchors + (post,))[-params.m :], accs), sigma, eta_t
 
 
 @register_estimator("ha_dw", kind="modifier", params=HadwParams, state=HadwState)

@@ -81,9 +81,7 @@ def estimator_info(name: str) -> EstimatorInfo:
     spec = get_spec(name)
     doc = inspect.getdoc(spec.fn) or ""
     fields = doc_fields(doc)
-    params = tuple(
-        HyperParam(f.name, f.default, f.metadata.get("help", "")) for f in dataclasses.fields(spec.params)
-    )
+    params = tuple(HyperParam(f.name, f.default, f.metadata.get("help", "")) for f in dataclasses.fields(spec.params))
     if spec.kind == "modifier":
         params = (HyperParam("base", "grpo", "base estimator whose advantage this modifies"),) + params
     notes = _notes(spec.fn, fields, params)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchctl.errors import BenchctlError
-from benchctl.estimators._convert import to_bool, to_float64
 from benchctl.estimators._common import hp, number
+from benchctl.estimators._convert import to_bool, to_float64
 from benchctl.estimators.registry import register_estimator
 
 
@@ -78,8 +78,7 @@ def _identity(base_adv: np.ndarray):
     return base_adv, None, {}
 
 
-@register_estimator("oar_g", kind="modifier", params=OarParams, token_weights=token_weights,
-                    token_scores="gradient")
+@register_estimator("oar_g", kind="modifier", params=OarParams, token_weights=token_weights, token_scores="gradient")
 def oar_g(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: None):
     """OAR-G: token weights from gradient x input importance of the answer log-likelihood.
 
@@ -92,8 +91,9 @@ def oar_g(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: N
     return _identity(base_adv)
 
 
-@register_estimator("oar_p", kind="modifier", params=OarParams, token_weights=token_weights,
-                    token_scores="perturbation")
+@register_estimator(
+    "oar_p", kind="modifier", params=OarParams, token_weights=token_weights, token_scores="perturbation"
+)
 def oar_p(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: None):
     """OAR-P: token weights from the drop of the answer log-likelihood when the token is replaced by pad.
 
@@ -106,8 +106,7 @@ def oar_p(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: N
     return _identity(base_adv)
 
 
-def reshape_token_weights(scores, mask=None, *, lengths=None, q: float = 0.5, beta: float = 0.5,
-                          floor: float = 0.1):
+def reshape_token_weights(scores, mask=None, *, lengths=None, q: float = 0.5, beta: float = 0.5, floor: float = 0.1):
     """Spec §7 token weights, numpy or torch in -> same kind out; (N, T) scores -> (N, T) weights.
 
     The reasoning span is `mask` (N, T) bool, or the first `lengths[n]` tokens of each row, or every token.

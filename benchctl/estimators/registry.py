@@ -4,12 +4,10 @@ Base signature:      fn(rewards (P, G) float64, params, state) -> (advantages (P
 Modifier signature:  fn(rewards, base_adv (P, G) float64, params, state) -> (advantages, new_state, metrics)
 """
 
-from __future__ import annotations
-
 import dataclasses
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from benchctl.errors import BenchctlError, UnknownNameError
 
@@ -32,9 +30,16 @@ class EstimatorSpec:
     token_scores: str | None  # which importance scores the trainer must supply ("gradient", "perturbation")
 
 
-def register_estimator(name: str, *, kind: str, params: type, state: type | None = None,
-                       loss_agg: str | None = None, token_weights: Callable | None = None,
-                       token_scores: str | None = None) -> Callable:
+def register_estimator(
+    name: str,
+    *,
+    kind: str,
+    params: type,
+    state: type | None = None,
+    loss_agg: str | None = None,
+    token_weights: Callable | None = None,
+    token_scores: str | None = None,
+) -> Callable:
     """Decorator registering `fn` under `name`; re-registering the same function is a no-op."""
 
     def decorate(fn: Callable) -> Callable:

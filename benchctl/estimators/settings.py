@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from benchctl.errors import BenchctlError
 from benchctl.estimators.api import Estimator, get_estimator

@@ -26,8 +26,17 @@ from benchctl.results.kspec import parse_ks
 from benchctl.results.runs import ResolvedModel, default_out_dir, resolve_model
 from benchctl.tasks import get_task
 
-__all__ = ["EvalConfig", "EvalResult", "GradeConfig", "TaskResult", "config_record", "finalize_task", "parse_ks",
-           "run_eval", "run_grade"]
+__all__ = [
+    "EvalConfig",
+    "EvalResult",
+    "GradeConfig",
+    "TaskResult",
+    "config_record",
+    "finalize_task",
+    "parse_ks",
+    "run_eval",
+    "run_grade",
+]
 
 
 def run_eval(config: EvalConfig, engine=None) -> EvalResult:
@@ -41,14 +50,28 @@ def run_eval(config: EvalConfig, engine=None) -> EvalResult:
     if not config.tasks:
         raise BenchctlError("no task given; e.g. --tasks math500,aime24")
     n = config.resolved_n()
-    model = resolve_model(config.model) if engine is None else ResolvedModel(config.model, Path(config.model).name,
-                                                                              "engine")
+    model = (
+        resolve_model(config.model)
+        if engine is None
+        else ResolvedModel(config.model, Path(config.model).name, "engine")
+    )
     out = Path(config.out) if config.out else default_out_dir(model)
-    identity = {"model": model.path, "n": n, "temperature": config.temperature, "top_p": config.top_p,
-                "max_tokens": config.max_tokens, "seed": config.seed, "max_model_len": config.max_model_len}
+    identity = {
+        "model": model.path,
+        "n": n,
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "max_tokens": config.max_tokens,
+        "seed": config.seed,
+        "max_model_len": config.max_model_len,
+    }
     tasks = [get_task(name) for name in config.tasks]  # unknown names fail before anything is written
-    store.prepare_run_dir(out, config_record(config, n_resolved=n, model_resolved=model.path, out_resolved=str(out)),
-                          identity, config.overwrite)
+    store.prepare_run_dir(
+        out,
+        config_record(config, n_resolved=n, model_resolved=model.path, out_resolved=str(out)),
+        identity,
+        config.overwrite,
+    )
     lazy = LazyEngine(model, config, ready=engine)
     results = [evaluate_task(task, out, model, n, config, lazy) for task in tasks]
     store.write_overall_summary(out)
@@ -60,4 +83,3 @@ def run_grade(config: GradeConfig) -> EvalResult:
     from benchctl.evaluation.grade_file import grade_samples_file
 
     return grade_samples_file(config)
-

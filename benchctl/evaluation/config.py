@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from benchctl.errors import BenchctlError, check_range
 
@@ -26,7 +26,9 @@ class EvalConfig:
     max_tokens: int = _f(4096, "max new tokens per sample (A-GRAE eval: 4096)")
     seed: int = _f(0, "sampling seed (engine) and bootstrap seed")
     limit: int | None = _f(None, "evaluate only the first N problems of each task")
-    data_dir: str | None = _f(None, "local benchmark folder (shared/benchmarks schema); None -> $BENCHCTL_DATA_DIR / hub")
+    data_dir: str | None = _f(
+        None, "local benchmark folder (shared/benchmarks schema); None -> $BENCHCTL_DATA_DIR / hub"
+    )
     out: str | None = _f(None, "run folder; None -> results/eval/<model-name>")
     overwrite: bool = _f(False, "discard samples in --out made with a different sampling config")
     max_model_len: int | None = _f(None, "engine context length; None -> the model's own")
@@ -86,7 +88,10 @@ class GradeConfig:
 
 def config_record(config, **derived) -> dict:
     """{key: {"value": v, "source": flag|env|default}} for every field, plus derived values (source 'derived')."""
-    record = {f.name: {"value": getattr(config, f.name), "source": config.sources.get(f.name, "default")}
-              for f in dataclasses.fields(config) if f.name != "sources"}
+    record = {
+        f.name: {"value": getattr(config, f.name), "source": config.sources.get(f.name, "default")}
+        for f in dataclasses.fields(config)
+        if f.name != "sources"
+    }
     record.update({k: {"value": v, "source": "derived"} for k, v in derived.items()})
     return record

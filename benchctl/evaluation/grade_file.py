@@ -41,8 +41,11 @@ def read_samples(path: Path, known_ids) -> dict[str, list[str]]:
                 raise BenchctlError(f"{path} line {lineno}: {why}") from None
             except ValueError as exc:
                 raise BenchctlError(f"{path} line {lineno}: not JSON ({exc})") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("problem_id"), str) \
-                    or not isinstance(obj.get("completion"), str):
+            if (
+                not isinstance(obj, dict)
+                or not isinstance(obj.get("problem_id"), str)
+                or not isinstance(obj.get("completion"), str)
+            ):
                 raise BenchctlError(f"{path} line {lineno}: need an object with string 'problem_id' and 'completion'")
             if obj["problem_id"] not in known_ids:
                 raise BenchctlError(f"{path} line {lineno}: unknown problem_id {obj['problem_id']!r} for this task")
@@ -81,8 +84,16 @@ def grade_samples_file(config):
     parts = store.SampleParts(task_dir)
     ids = [pid for pid in problems if pid in by_problem]  # task order
     _grade_in_chunks(task, parts, [(problems[i], by_problem[i]) for i in ids], config)
-    summary = finalize_task(task_dir, ids, ks, task=task.name, model=f"samples:{path.name}",
-                            resamples=config.resamples, confidence=config.confidence, seed=config.seed)
+    summary = finalize_task(
+        task_dir,
+        ids,
+        ks,
+        task=task.name,
+        model=f"samples:{path.name}",
+        resamples=config.resamples,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
     result = TaskResult(task.name, task_dir, len(ids), len(ids), 0, summary)
     store.write_overall_summary(out)
     return EvalResult(out, f"samples:{path.name}", (result,), notes)
@@ -101,5 +112,6 @@ def _grade_in_chunks(task, parts: store.SampleParts, groups: list, config) -> No
 
 def _write(task, parts, batch, config) -> None:
     """batch: [(problem, [completion, ...])] from the samples file -> one graded part."""
-    write_graded_part(task, parts, [(p, [SampleRow(p.id, j, text) for j, text in enumerate(texts)])
-                                    for p, texts in batch], config)
+    write_graded_part(
+        task, parts, [(p, [SampleRow(p.id, j, text) for j, text in enumerate(texts)]) for p, texts in batch], config
+    )

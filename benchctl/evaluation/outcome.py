@@ -42,8 +42,17 @@ class EvalResult:
         return table
 
 
-def finalize_task(task_dir: Path, ids: list[str], ks: tuple[int, ...], *, task: str, model: str,
-                  resamples: int, confidence: float, seed: int) -> pa.Table:
+def finalize_task(
+    task_dir: Path,
+    ids: list[str],
+    ks: tuple[int, ...],
+    *,
+    task: str,
+    model: str,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> pa.Table:
     """Stream the sample parts into problems.parquet + summary.parquet for `ids`; returns the summary."""
     parts = store.SampleParts(task_dir)
     stats = tables.collect_problem_stats(parts.iter_parts(tables.STAT_COLUMNS), keep=max(ks))
@@ -52,7 +61,8 @@ def finalize_task(task_dir: Path, ids: list[str], ks: tuple[int, ...], *, task: 
         raise BenchctlError(f"{task}: {len(missing)} problems have no samples in {parts.dir} (e.g. {missing[0]})")
     problems = tables.problem_table(ids, stats, ks)
     store.write_table(task_dir / "problems.parquet", problems)
-    summary = tables.summary_table(problems, ks, task=task, model=model, resamples=resamples,
-                                   confidence=confidence, seed=seed)
+    summary = tables.summary_table(
+        problems, ks, task=task, model=model, resamples=resamples, confidence=confidence, seed=seed
+    )
     store.write_table(task_dir / "summary.parquet", summary)
     return summary

@@ -38,12 +38,14 @@ class LazyEngine:
 def _sampling(config, n: int):
     from benchctl.engine import SamplingConfig
 
-    return SamplingConfig(n=n, temperature=config.temperature, top_p=config.top_p,
-                          max_tokens=config.max_tokens, seed=config.seed)
+    return SamplingConfig(
+        n=n, temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens, seed=config.seed
+    )
 
 
-def graded_table(task, rows: Sequence[SampleRow], problems: Sequence, *, workers: int | None,
-                 timeout: float) -> pa.Table:
+def graded_table(
+    task, rows: Sequence[SampleRow], problems: Sequence, *, workers: int | None, timeout: float
+) -> pa.Table:
     """Grade `rows` (row i answers `problems[i]`) with the task's own batched grader -> a per-sample table."""
     verdicts = task.grade([(p, r.completion) for p, r in zip(problems, rows)], workers=workers, timeout=timeout)
     return sample_table(rows, verdicts)
@@ -59,8 +61,15 @@ def write_graded_part(task, parts: store.SampleParts, groups: list, config) -> N
 
 def _grade_and_write(task, parts: store.SampleParts, batch: list, config) -> None:
     """batch: [(problem, [Sample, ...])] from the engine -> one graded part."""
-    write_graded_part(task, parts, [(p, [SampleRow(p.id, j, s.text, s.num_tokens, s.finish_reason)
-                                         for j, s in enumerate(samples)]) for p, samples in batch], config)
+    write_graded_part(
+        task,
+        parts,
+        [
+            (p, [SampleRow(p.id, j, s.text, s.num_tokens, s.finish_reason) for j, s in enumerate(samples)])
+            for p, samples in batch
+        ],
+        config,
+    )
 
 
 def sample_missing(task, todo: list, parts: store.SampleParts, n: int, config, engine: LazyEngine) -> None:
@@ -73,8 +82,9 @@ def sample_missing(task, todo: list, parts: store.SampleParts, n: int, config, e
     batch: list = []
     # Seeds keyed by problem id: a resumed run samples each problem exactly as an uninterrupted one would.
     keys = [f"{task.name}/{p.id}" for p in todo]
-    stream = eng.generate_iter(prompts, _sampling(config, n), chunk_prompts=chunk, progress=config.progress,
-                               seed_keys=keys)
+    stream = eng.generate_iter(
+        prompts, _sampling(config, n), chunk_prompts=chunk, progress=config.progress, seed_keys=keys
+    )
     for index, samples in stream:
         if len(samples) != n:
             raise BenchctlError(f"engine returned {len(samples)} samples for one prompt, expected n={n}")
@@ -99,6 +109,14 @@ def evaluate_task(task, out: Path, model: ResolvedModel, n: int, config, engine:
     counts = parts.sample_counts()
     todo = [p for p in problems if counts.get(p.id) != n]
     sample_missing(task, todo, parts, n, config, engine)
-    summary = finalize_task(task_dir, ids, config.ks, task=task.name, model=model.name,
-                            resamples=config.resamples, confidence=config.confidence, seed=config.seed)
+    summary = finalize_task(
+        task_dir,
+        ids,
+        config.ks,
+        task=task.name,
+        model=model.name,
+        resamples=config.resamples,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
     return TaskResult(task.name, task_dir, len(problems), len(todo), len(problems) - len(todo), summary)

@@ -40,9 +40,10 @@ import re
 import reprlib
 import sys
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from benchctl.errors import BenchctlError, check_range
 from benchctl.grading.sandbox import ExecResult, SandboxLimits, run_python
@@ -234,8 +235,14 @@ def grade_code(
 
     def run(key: tuple[str, str]) -> Verdict:
         plan = jobs[key]
-        result = run_python(key[1], timeout_s=timeout_s, limits=limits, setup=plan.setup,
-                            expressions=plan.expressions, trusted_names=plan.trusted_names)
+        result = run_python(
+            key[1],
+            timeout_s=timeout_s,
+            limits=limits,
+            setup=plan.setup,
+            expressions=plan.expressions,
+            trusted_names=plan.trusted_names,
+        )
         return verdict_from_result(plan, result, key[1], timeout_s)
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="benchctl-code") as pool:

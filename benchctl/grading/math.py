@@ -49,8 +49,8 @@ Known issues (each pinned by a row of tests/grading/test_math_regressions.py):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
 
 from benchctl.errors import BenchctlError
 from benchctl.grading.math_extract import BOX_UNPARSED, math_verify_box
@@ -78,8 +78,9 @@ def _extract(completion: str) -> tuple[str, bool, str | None]:
     return (completion, False, None) if boxed is None else (boxed, True, boxed)
 
 
-def _keyed(profile: str, pairs: Sequence[tuple[str, str]], tols: Sequence[float | None],
-           seen: dict | None = None) -> list[tuple[tuple, str | None]]:
+def _keyed(
+    profile: str, pairs: Sequence[tuple[str, str]], tols: Sequence[float | None], seen: dict | None = None
+) -> list[tuple[tuple, str | None]]:
     """`_job` per pair, extracting each distinct completion string once (samples repeat verbatim: 128k MATH-500
     benchmark completions are ~9k strings; a dict lookup costs a hash, the box scan ~5 us). `seen` carries the
     extractions over between calls."""
@@ -184,8 +185,11 @@ def _outcomes(profile: str, pairs: Sequence, tols: Sequence, workers: int | None
 def _unparsed_boxes(keyed: list, outcome: dict, pairs: Sequence, workers: int | None, timeout: float) -> list:
     """`keyed` with every item whose box math-verify could not parse re-keyed to its whole completion, graded now
     (math-verify's extraction reads on to the other candidates of the text). Adds the new outcomes to `outcome`."""
-    redo = {i: (key[0], key[1], pairs[i][1], False, key[4]) for i, (key, _) in enumerate(keyed)
-            if key[3] and outcome[key][0] == "ok" and outcome[key][1][2] == BOX_UNPARSED}  # type: ignore[index]
+    redo = {
+        i: (key[0], key[1], pairs[i][1], False, key[4])
+        for i, (key, _) in enumerate(keyed)
+        if key[3] and outcome[key][0] == "ok" and outcome[key][1][2] == BOX_UNPARSED
+    }  # type: ignore[index]
     if not redo:
         return keyed
     jobs = _schedule(list(dict.fromkeys(redo.values())))

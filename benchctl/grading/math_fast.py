@@ -26,7 +26,9 @@ def literal_value(text: str) -> Fraction | None:
         return None
     if m["int"] is not None:
         return Fraction(int(m["int"]))
-    sign, num, den = (m["sa"], m["a"], m["b"]) if m["a"] is not None else (m["sf"], m["fa"] or m["da"], m["fb"] or m["db"])
+    sign, num, den = (
+        (m["sa"], m["a"], m["b"]) if m["a"] is not None else (m["sf"], m["fa"] or m["da"], m["fb"] or m["db"])
+    )
     if int(den) == 0:
         return None
     value = Fraction(int(num), int(den))
@@ -34,7 +36,7 @@ def literal_value(text: str) -> Fraction | None:
 
 
 def fast_reason(gold: str, answer: str) -> str | None:
-    """"correct" / "wrong" when both are rational literals and math-verify's verdict is certain, else None."""
+    """ "correct" / "wrong" when both are rational literals and math-verify's verdict is certain, else None."""
     g = literal_value(gold)
     if g is None:
         return None

@@ -22,15 +22,16 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait
-from typing import Any, Callable, Sequence
+from typing import Any
 
 MAX_CHUNK = 32  # jobs per message at most [our choice]: pipe round trips stay well under 1% of the work
 MEMORY_LIMIT_BYTES = 4 << 30  # per worker [our choice]: sympy needs ~0.3 GiB; a 4 GiB cap leaves room
 
 
 def resolve(func_path: str) -> Callable[..., Any]:
-    """"package.module:function" -> the function (workers import it; the parent need not)."""
+    """ "package.module:function" -> the function (workers import it; the parent need not)."""
     module, _, name = func_path.partition(":")
     return getattr(importlib.import_module(module), name)
 
@@ -192,4 +193,3 @@ def close_pools() -> None:
         _POOLS.clear()
     for pool in pools:
         pool.close()
-

@@ -9,8 +9,9 @@ Profiles (string rewrites applied to the gold AND the answer before parsing; `de
 plain math-verify):
 - `minerva`: Python/NumPy-style numbers the Minerva (MIT OCW) golds box, e.g. `4.5e33` -> `4.5\\times10^{33}`
   (math-verify reads `4.5e33` as 4.5*e*33), `-3./2` -> `-3/2`, `np.arcsin` -> `\\arcsin`.
-- `olympiad`: the stray `$` the OlympiadBench golds keep (`221,$8` -> `221, 8`; `\\cup\\{1\\}$.` -> `\\cup\\{1\\}`); golds
-  and box contents only (`BOX_ONLY`): in a whole completion `$` delimits LaTeX for math-verify's extraction.
+- `olympiad`: the stray `$` the OlympiadBench golds keep (`221,$8` -> `221, 8`;
+  `\\cup\\{1\\}$.` -> `\\cup\\{1\\}`); golds and box contents only (`BOX_ONLY`):
+  in a whole completion `$` delimits LaTeX for math-verify's extraction.
 Numbers in `minerva` are compared relatively (rel 1e-6) when both sides are plain real numbers [our choice]:
 math-verify rounds to 6 decimal places (absolute), which makes every pair of values below 5e-7 equal
 (`2.88e-19` == `2.88e-20`; Math-Verify issue #14) and physics magnitudes like 1e-27 J are common there.
@@ -26,13 +27,13 @@ import re
 from dataclasses import replace
 from functools import lru_cache
 
-import sympy
-
 import math_verify.parser
-from benchctl.grading.math_extract import BOX_UNPARSED
-from benchctl.grading.math_fast import assemble, literal_sympy, split_structure
+import sympy
 from latex2sympy2_extended.latex2sympy2 import latex2sympy, normalize_latex
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+from benchctl.grading.math_extract import BOX_UNPARSED
+from benchctl.grading.math_fast import assemble, literal_sympy, split_structure
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)  # its "timeout disabled" warning and parse tracebacks
 
@@ -183,7 +184,8 @@ def parse_box(content: str) -> tuple:
     (`math_extract.math_verify_box`): `extract_latex` on its plain-box match (`normalize_latex` with boxed="last",
     then `parse_latex_cached`), giving (value, normalized string) as `parse` does, or (normalized string,) when the
     box does not parse. NOT `parse("\\boxed{..}")`: on a failed box that would read on inside the box text alone
-    (`\\boxed{\\text{\\frac{13}{6}}}` -> 13/6 from the bare fraction), where the completion is what math-verify reads."""
+    (`\\boxed{\\text{\\frac{13}{6}}}` -> 13/6 from the bare fraction), where the completion is what math-verify
+    reads."""
     try:
         latex = normalize_latex(f"\\boxed{{{content}}}", _BOX_NORMALIZATION)
     except Exception:  # noqa: BLE001 - math-verify's parse returns [] on it
@@ -229,7 +231,9 @@ def _within(gold: tuple, pred: tuple, tol: float) -> bool:
     return g is not None and p is not None and abs(g - p) <= tol * (1 + 1e-9)
 
 
-def grade_job(profile: str, gold: str | None, answer: str, boxed: bool, tol: float | None) -> tuple[str, str | None, str]:
+def grade_job(
+    profile: str, gold: str | None, answer: str, boxed: bool, tol: float | None
+) -> tuple[str, str | None, str]:
     """(reason, extracted, detail) for one answer; `boxed` answers are box contents, others whole completions.
 
     gold None: extraction only (reason "correct" is not used; the extracted string is what matters).

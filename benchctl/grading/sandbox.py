@@ -61,9 +61,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Sequence
 
 from benchctl.errors import check_range
 from benchctl.grading.sandbox_protocol import ChannelReport, Outcome, StageError, parse_channel
@@ -159,12 +159,21 @@ def _spec(source, setup, expressions, trusted_names, limits, timeout_s, ident, w
     lim = {f.name: getattr(limits, f.name) for f in fields(limits)}
     lim["cpu_s"] = limits.cpu_s or int(timeout_s) + 2
     return {
-        "source": source, "setup": setup, "expressions": list(expressions), "trusted_names": list(trusted_names),
-        "limits": lim, "uid": ident[0] if ident else None, "gid": ident[1] if ident else None,
-        "workdir": workdir, "channel_fd": fd, "isolate_network": limits.isolate_network,
-        "isolate_filesystem": limits.isolate_filesystem, "isolate_processes": limits.isolate_processes,
+        "source": source,
+        "setup": setup,
+        "expressions": list(expressions),
+        "trusted_names": list(trusted_names),
+        "limits": lim,
+        "uid": ident[0] if ident else None,
+        "gid": ident[1] if ident else None,
+        "workdir": workdir,
+        "channel_fd": fd,
+        "isolate_network": limits.isolate_network,
+        "isolate_filesystem": limits.isolate_filesystem,
+        "isolate_processes": limits.isolate_processes,
         "hide_paths": list(limits.hide_paths),
-        "private_tmp": list(limits.private_tmp), "tmp_bytes": limits.tmp_bytes,
+        "private_tmp": list(limits.private_tmp),
+        "tmp_bytes": limits.tmp_bytes,
     }
 
 
@@ -195,9 +204,15 @@ def run_python(
         env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         start = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-B", str(HARNESS), spec_path], stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(chan_w,), start_new_session=True,
-            env=env, cwd=workdir, close_fds=True,
+            [sys.executable, "-I", "-S", "-B", str(HARNESS), spec_path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(chan_w,),
+            start_new_session=True,
+            env=env,
+            cwd=workdir,
+            close_fds=True,
         )
         os.close(chan_w)
         chan_w = -1
@@ -297,8 +312,15 @@ def _sweep_uid(uid: int, gid: int) -> None:
         if not _pids_of_uid(uid):
             return
         subprocess.run(
-            ["kill", "-9", "-1"], user=uid, group=gid, extra_groups=[], env={"PATH": "/usr/bin:/bin"},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+            ["kill", "-9", "-1"],
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
         )
         time.sleep(0.01)
 
@@ -310,11 +332,22 @@ def _result(rc, out, err, chan, killed, duration, n_expr, limits) -> ExecResult:
     mem = any(o.exc == "MemoryError" for o in report.outcomes) or b"MemoryError" in err[-4096:]
     mem = mem or (report.stage_error is not None and report.stage_error.exc == "MemoryError")
     return ExecResult(
-        returncode=rc, stdout=out[:cap].decode("utf-8", "replace"), stderr=err[:cap].decode("utf-8", "replace"),
-        timed_out=killed == "timeout", killed_reason=killed, output_truncated=len(out) + len(err) > cap,
+        returncode=rc,
+        stdout=out[:cap].decode("utf-8", "replace"),
+        stderr=err[:cap].decode("utf-8", "replace"),
+        timed_out=killed == "timeout",
+        killed_reason=killed,
+        output_truncated=len(out) + len(err) > cap,
         cpu_limit_hit=rc == -signal.SIGXCPU,
-        memory_limit_hit=mem, processes_isolated=hello.get("pid") is True, network_isolated=hello.get("net") is True,
-        filesystem_isolated=hello.get("fs") is True, privileges_dropped=hello.get("dropped") is True,
-        duration_s=duration, stage_error=report.stage_error, outcomes=report.outcomes, completed=report.done,
-        protocol_error=report.protocol_error, notes=tuple(str(n) for n in hello.get("notes", ())),
+        memory_limit_hit=mem,
+        processes_isolated=hello.get("pid") is True,
+        network_isolated=hello.get("net") is True,
+        filesystem_isolated=hello.get("fs") is True,
+        privileges_dropped=hello.get("dropped") is True,
+        duration_s=duration,
+        stage_error=report.stage_error,
+        outcomes=report.outcomes,
+        completed=report.done,
+        protocol_error=report.protocol_error,
+        notes=tuple(str(n) for n in hello.get("notes", ())),
     )

@@ -6,7 +6,8 @@ interpreter runs without site-packages and without benchctl on its path).  In or
 1. reads the marshal-encoded spec written by the trusted parent (candidate source, setup code, expressions,
    limits, identity) and deletes the file; enters a new PID namespace (`enter_pid_namespace`: the candidate
    runs as pid 2 under a reaping init, and everything in the namespace dies with that init);
-2. [root, or in its own user namespace] enters a private mount namespace: empty read-only tmpfs over `hide_paths` (the interpreter's own
+2. [root, or in its own user namespace] enters a private mount namespace: empty read-only tmpfs over `hide_paths`
+   (the interpreter's own
    `sys.path` directories are bind-mounted back read-only), fresh size-capped tmpfs over the world-writable
    directories (`private_tmp`), the work directory re-created there, and a /proc of its own PID namespace;
 3. enters a new network namespace (`unshare(CLONE_NEWNET)`; non-root: with `CLONE_NEWUSER`);
@@ -98,7 +99,7 @@ def make_sender(fd):
     def send(record):
         data = _encode(_ascii(record) + "\n", "ascii")
         while data:
-            data = data[_write(fd, data):]
+            data = data[_write(fd, data) :]
 
     return send
 
@@ -110,7 +111,9 @@ def _libc():
 
 
 def _mount(libc, ctypes, src, dst, fstype, flags, data=None):
-    enc = (lambda s: None if s is None else s.encode())
+    def enc(s):
+        return None if s is None else s.encode()
+
     if libc.mount(enc(src), enc(dst), enc(fstype), flags, enc(data)) != 0:
         raise OSError(ctypes.get_errno(), f"mount {dst}: {os.strerror(ctypes.get_errno())}")
 

@@ -2,7 +2,8 @@
 
 The channel carries one Python literal per line (read with `ast.literal_eval`) in a fixed order: one `hello`
 (written before the candidate runs, so its isolation flags are trustworthy), then either one terminal `stage`
-failure record (compile / exec / setup), or one record per expression with `i` = 0, 1, 2, ... and a final `done`.  Anything else (a record out of order, a
+failure record (compile / exec / setup), or one record per expression with `i` = 0, 1, 2, ... and a final `done`.
+Anything else (a record out of order, a
 duplicate, a value in an unknown encoding) is a protocol error, which graders count as a failure: a candidate
 writing to the channel itself can only break its own run.  Values are rebuilt from the tagged encoding into fresh
 builtin objects, so no candidate object ever reaches the grading process.
@@ -10,8 +11,8 @@ builtin objects, so no candidate object ever reaches the grading process.
 
 from __future__ import annotations
 
-import collections
 import ast
+import collections
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -35,6 +35,6 @@ class Verdict:
         return self.reason == "timeout"
 
     @classmethod
-    def of(cls, reason: str, extracted: str | None, detail: str = "") -> "Verdict":
+    def of(cls, reason: str, extracted: str | None, detail: str = "") -> Verdict:
         """Build a verdict from its reason (correct is derived)."""
         return cls(reason == "correct", reason, extracted, detail)

@@ -48,21 +48,26 @@ def build_estimator(estimator: str | Estimator, params: dict | None) -> Estimato
     else:
         est = get_estimator(estimator, **(params or {}))
     if est.token_scores is not None:
-        raise BenchctlError(f"{est.name} needs per-token {est.token_scores} scores that TRL's GRPOTrainer does "
-                            "not compute; use benchctl's trainer")
+        raise BenchctlError(
+            f"{est.name} needs per-token {est.token_scores} scores that TRL's GRPOTrainer does "
+            "not compute; use benchctl's trainer"
+        )
     return est
 
 
 class BenchctlGRPOTrainer(GRPOTrainer):
     """TRL's GRPOTrainer whose advantages are benchctl's `estimator` (a name or an `Estimator`)."""
 
-    def __init__(self, *args: Any, estimator: str | Estimator = "grpo", estimator_params: dict | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, estimator: str | Estimator = "grpo", estimator_params: dict | None = None, **kwargs: Any
+    ) -> None:
         self.estimator = build_estimator(estimator, estimator_params)
         super().__init__(*args, **kwargs)
         if self.multi_objective_aggregation != "sum_then_normalize":
-            raise BenchctlError("BenchctlGRPOTrainer needs multi_objective_aggregation='sum_then_normalize'; "
-                                f"got {self.multi_objective_aggregation!r}")
+            raise BenchctlError(
+                "BenchctlGRPOTrainer needs multi_objective_aggregation='sum_then_normalize'; "
+                f"got {self.multi_objective_aggregation!r}"
+            )
         self._benchctl_rewards: torch.Tensor | None = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -79,7 +84,7 @@ class BenchctlGRPOTrainer(GRPOTrainer):
         adv = est.advantages(rewards.view(-1, group)).reshape(-1)  # (P, G) -> (N_all,)
         local = output["advantages"].shape[0]
         start = self.accelerator.process_index * local
-        output["advantages"] = adv[start:start + local].to(output["advantages"].dtype)
+        output["advantages"] = adv[start : start + local].to(output["advantages"].dtype)
         self._replace_logged_advantages(adv)
         for key, value in est.diagnostics().items():
             self._metrics[mode][METRIC_PREFIX + key].append(value)
@@ -90,8 +95,10 @@ class BenchctlGRPOTrainer(GRPOTrainer):
         unscorable = torch.isnan(per_func).all(dim=1)  # (N_all,)
         if unscorable.any():
             row = int(unscorable.nonzero()[0, 0])
-            raise BenchctlError(f"completion {row}: every reward function returned None; benchctl's estimators "
-                                "need a reward for every completion")
+            raise BenchctlError(
+                f"completion {row}: every reward function returned None; benchctl's estimators "
+                "need a reward for every completion"
+            )
         return (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
 
     def _replace_logged_advantages(self, adv: torch.Tensor) -> None:
@@ -99,7 +106,7 @@ class BenchctlGRPOTrainer(GRPOTrainer):
         logged = self._logs["advantages"]
         for _ in range(min(len(adv), len(logged))):
             logged.pop()
-        logged.extend(adv.tolist()[-logged.maxlen:] if logged.maxlen else adv.tolist())
+        logged.extend(adv.tolist()[-logged.maxlen :] if logged.maxlen else adv.tolist())
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)

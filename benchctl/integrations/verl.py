@@ -39,7 +39,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -147,8 +148,10 @@ def group_order(index: Any, batch: int) -> tuple[np.ndarray, int, int]:
     sizes = np.bincount(group)  # (P,)
     if sizes.min() != sizes.max():
         shown = ", ".join(f"{size} x {count}" for size, count in zip(*np.unique(sizes, return_counts=True)))
-        raise BenchctlError(f"groups of unequal size (responses x groups: {shown}); benchctl's estimators need "
-                            "(P, G) groups of one size: keep rollout.n fixed and filter whole groups")
+        raise BenchctlError(
+            f"groups of unequal size (responses x groups: {shown}); benchctl's estimators need "
+            "(P, G) groups of one size: keep rollout.n fixed and filter whole groups"
+        )
     return np.argsort(group, kind="stable"), len(sizes), int(sizes[0])
 
 
@@ -156,8 +159,10 @@ def compute_advantages(name: str, token_level_rewards, response_mask, index=None
     """veRL's estimator call for benchctl estimator `name`; (B, T) tensors in, (advantages, returns) out."""
     est = SESSION.estimator(name, params_from_config(config))
     if est.token_scores is not None:
-        raise BenchctlError(f"{PREFIX}{name} needs per-token {est.token_scores} scores from the policy, which "
-                            "veRL's advantage-estimator interface does not pass; use benchctl's trainer")
+        raise BenchctlError(
+            f"{PREFIX}{name} needs per-token {est.token_scores} scores from the policy, which "
+            "veRL's advantage-estimator interface does not pass; use benchctl's trainer"
+        )
     scores = token_level_rewards.sum(dim=-1)  # (B,) sequence rewards
     order, p, g = group_order(index, scores.shape[0])
     rows = _as_index(order, scores)  # (P*G,)
@@ -180,6 +185,7 @@ _FUNCTIONS: dict[str, Callable] = {}  # one function object per name, so registe
 def estimator_fn(name: str) -> Callable:
     """The function registered with veRL as `benchctl_<name>`."""
     if name not in _FUNCTIONS:
+
         def fn(token_level_rewards, response_mask, index=None, config=None, **kwargs):
             return compute_advantages(name, token_level_rewards, response_mask, index, config, **kwargs)
 

@@ -12,15 +12,22 @@ from benchctl.lab.collapse import CollapseConfig, run_collapse
 from benchctl.lab.result import LabResult
 from benchctl.lab.specs import EstimatorSpec, parse_estimators
 from benchctl.lab.symmetry import SymmetryConfig, run_symmetry
-from benchctl.lab.theory import (
-    all_correct_probability,
-    all_wrong_probability,
-    conditional_bias,
-    degenerate_probability,
-)
+from benchctl.lab.theory import all_correct_probability, all_wrong_probability, conditional_bias, degenerate_probability
 
 __all__ = [
-    "BanditConfig", "BiasConfig", "CollapseConfig", "EstimatorSpec", "LabResult", "SymmetryConfig",
-    "all_correct_probability", "all_wrong_probability", "conditional_bias", "degenerate_probability",
-    "parse_estimators", "run_bandit", "run_bias", "run_collapse", "run_symmetry",
+    "BanditConfig",
+    "BiasConfig",
+    "CollapseConfig",
+    "EstimatorSpec",
+    "LabResult",
+    "SymmetryConfig",
+    "all_correct_probability",
+    "all_wrong_probability",
+    "conditional_bias",
+    "degenerate_probability",
+    "parse_estimators",
+    "run_bandit",
+    "run_bias",
+    "run_collapse",
+    "run_symmetry",
 ]

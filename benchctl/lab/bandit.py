@@ -65,13 +65,23 @@ def _validate(config: BanditConfig) -> tuple[EstimatorSpec, ...]:
     if config.mode == "expected":
         bad = [s.label for s in specs if not probe(s, config.G).exact_ok]
         if bad:
-            raise BenchctlError(f"mode=expected needs stateless group-local estimators; {', '.join(bad)} "
-                                "are stateful or batch-coupled: use --mode sampled")
+            raise BenchctlError(
+                f"mode=expected needs stateless group-local estimators; {', '.join(bad)} "
+                "are stateful or batch-coupled: use --mode sampled"
+            )
     return specs
 
 
-def _metrics(step: int, pi: np.ndarray, is_correct: np.ndarray, h: np.ndarray, h0: np.ndarray,
-             never: np.ndarray | None, ks: tuple[int, ...], magnitude: list[float]) -> dict[str, float]:
+def _metrics(
+    step: int,
+    pi: np.ndarray,
+    is_correct: np.ndarray,
+    h: np.ndarray,
+    h0: np.ndarray,
+    never: np.ndarray | None,
+    ks: tuple[int, ...],
+    magnitude: list[float],
+) -> dict[str, float]:
     row = {"step": step}
     row["abs_adv_sum"] = float(np.mean(magnitude)) if magnitude else float("nan")  # mean sum|A| per group
     magnitude.clear()
@@ -92,8 +102,13 @@ def _final(h0, h, never, had_mixed) -> dict[str, float]:
     """Where the never-sampled behaviours ended: logit and probability changes (A-GRAE Thm. 1 Case C)."""
     nan = float("nan")
     if never is None or not never.any():
-        return {"never_count": 0, "never_logit_maxdev": nan, "never_logit_up_frac": nan,
-                "never_prob_maxrel": nan, "never_prob_up_frac": nan}
+        return {
+            "never_count": 0,
+            "never_logit_maxdev": nan,
+            "never_logit_up_frac": nan,
+            "never_prob_maxrel": nan,
+            "never_prob_up_frac": nan,
+        }
     pi0, pi = policy.softmax(h0), policy.softmax(h)
     eligible = never & had_mixed[:, None]  # (P, N) never drawn, in prompts that saw a non-degenerate group
     rel = pi / pi0 - 1.0  # (P, N)
@@ -108,8 +123,14 @@ def _final(h0, h, never, had_mixed) -> dict[str, float]:
 
 def simulate_run(spec: EstimatorSpec, config: BanditConfig, seed_index: int) -> dict:
     """One training run: returns {"evals": [metric rows], "final": never-sampled diagnostics}."""
-    h0, is_correct = policy.init_policy(generator(config.seed, seed_index, 0), config.prompts,
-                                        config.behaviours, config.correct, config.init_scale, config.init_gap)
+    h0, is_correct = policy.init_policy(
+        generator(config.seed, seed_index, 0),
+        config.prompts,
+        config.behaviours,
+        config.correct,
+        config.init_scale,
+        config.init_gap,
+    )
     draws = generator(config.seed, seed_index, 1)
     sampled = config.mode == "sampled"
     est = spec.make()
@@ -157,14 +178,20 @@ def run_bandit(config: BanditConfig) -> LabResult:
     specs = _validate(config)
     runs = {spec.label: [simulate_run(spec, config, s) for s in range(config.seeds)] for spec in specs}
     rows = [row for spec in specs for row in _aggregate(spec.label, runs[spec.label], config.mode)]
-    series = [{"estimator": label, "seed": s, **ev} for label, rs in runs.items()
-              for s, run in enumerate(rs) for ev in run["evals"]]
+    series = [
+        {"estimator": label, "seed": s, **ev}
+        for label, rs in runs.items()
+        for s, run in enumerate(rs)
+        for ev in run["evals"]
+    ]
     traits = {spec.label: probe(spec, config.G) for spec in specs}
     findings = evaluate_findings(specs, traits, runs, config)
-    notes = [f"{config.prompts} prompts x {config.behaviours} behaviours ({config.correct} correct), G={config.G}, "
-             f"lr={config.lr}, {config.steps} steps, mode={config.mode}, {config.seeds} seeds; 95% t intervals",
-             "logit step: lr/G * (sum of A over draws of b - C pi_b), C = sum of the group's A (A-GRAE Eq. 28)",
-             "all estimators share one lr, as in the paper's controls; pos/neg_dominant and the focus variants also "
-             "change the step size (column sum|A|), which drives much of their pass@k difference here",
-             "zero-sum 'unchanged' means |dh| <= 1e-9: sum(A) = 0 holds up to float rounding (~1e-16)"]
+    notes = [
+        f"{config.prompts} prompts x {config.behaviours} behaviours ({config.correct} correct), G={config.G}, "
+        f"lr={config.lr}, {config.steps} steps, mode={config.mode}, {config.seeds} seeds; 95% t intervals",
+        "logit step: lr/G * (sum of A over draws of b - C pi_b), C = sum of the group's A (A-GRAE Eq. 28)",
+        "all estimators share one lr, as in the paper's controls; pos/neg_dominant and the focus variants also "
+        "change the step size (column sum|A|), which drives much of their pass@k difference here",
+        "zero-sum 'unchanged' means |dh| <= 1e-9: sum(A) = 0 holds up to float rounding (~1e-16)",
+    ]
     return LabResult("bandit", config_dict(config), rows, notes=notes, findings=findings, series=series)

@@ -22,16 +22,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchctl.errors import check_range
 from benchctl.lab.common import DEFAULT_P, check_choice, check_group_sizes, check_p_grid, generator, opt
 from benchctl.lab.result import LabResult, config_dict
 from benchctl.lab.specs import EstimatorSpec, outcome_advantages, parse_estimators, probe
 from benchctl.lab.stats import ratio_mean_se
 from benchctl.lab.theory import binomial_pmf, conditional_bias
-from benchctl.errors import check_range
 
 OUTCOMES = ("correct", "wrong", "any")
-EXPECTATION_KEYS = ("adv_correct", "adv_correct_se", "adv_wrong", "adv_wrong_se", "adv_any", "adv_any_se",
-                    "adv_correct_uncond", "adv_wrong_uncond")
+EXPECTATION_KEYS = (
+    "adv_correct",
+    "adv_correct_se",
+    "adv_wrong",
+    "adv_wrong_se",
+    "adv_any",
+    "adv_any_se",
+    "adv_correct_uncond",
+    "adv_wrong_uncond",
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +99,16 @@ def mc_expectations(spec: EstimatorSpec, G: int, p: float, config: BiasConfig, k
         nd = ((c > 0) & (c < G))[:, None]  # (B, 1)
         right, wrong = rewards == 1.0, rewards == 0.0  # (B, G)
         sums[b] = [
-            (adv * right * nd).sum(), (right * nd).sum(), (adv * wrong * nd).sum(), (wrong * nd).sum(),
-            (adv * nd).sum(), G * nd.sum(), (adv * right).sum(), right.sum(), (adv * wrong).sum(), wrong.sum(),
+            (adv * right * nd).sum(),
+            (right * nd).sum(),
+            (adv * wrong * nd).sum(),
+            (wrong * nd).sum(),
+            (adv * nd).sum(),
+            G * nd.sum(),
+            (adv * right).sum(),
+            right.sum(),
+            (adv * wrong).sum(),
+            wrong.sum(),
         ]
     out = {}
     for i, name in enumerate(("correct", "wrong", "any", "correct_uncond", "wrong_uncond")):
@@ -114,8 +130,14 @@ def _targets(p: float, G: int) -> dict[str, float]:
 
 
 def _row(spec: EstimatorSpec, G: int, p: float, method: str, state: str, exp: dict[str, float]) -> dict:
-    row = {"estimator": spec.label, "G": G, "p": p, "method": method, "state": state,
-           "p_nondegenerate": float(1 - (1 - p) ** G - p**G)}
+    row = {
+        "estimator": spec.label,
+        "G": G,
+        "p": p,
+        "method": method,
+        "state": state,
+        "p_nondegenerate": float(1 - (1 - p) ** G - p**G),
+    }
     row.update({key: exp[key] for key in EXPECTATION_KEYS})  # same columns on both paths
     row.update(_targets(p, G))
     for k in OUTCOMES:
@@ -140,8 +162,10 @@ def run_bias(config: BiasConfig) -> LabResult:
             note = _note(spec, traits, exact, config)
             if note not in notes:  # one note per estimator and path, whatever the G
                 notes.append(note)
-    notes.append("true advantage: r - p (HA-DW Eq. 4); *_norm: (r - p)/sqrt(p(1-p)) [our choice for normalised "
-                 "estimators]; 'any' = random rollout, so bias_any of dr_grpo = Lemma 2 (column lemma2)")
+    notes.append(
+        "true advantage: r - p (HA-DW Eq. 4); *_norm: (r - p)/sqrt(p(1-p)) [our choice for normalised "
+        "estimators]; 'any' = random rollout, so bias_any of dr_grpo = Lemma 2 (column lemma2)"
+    )
     return LabResult("bias", config_dict(config), rows, notes=notes)
 
 

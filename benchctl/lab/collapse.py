@@ -54,8 +54,12 @@ def _mc(config: CollapseConfig, G: int, dist: tuple, key: tuple) -> dict[str, fl
     c = rng.binomial(G, p)  # (N, B) correct rollouts per group
     wrong, right = (c == 0).mean(axis=1), (c == G).mean(axis=1)  # (N,) per-batch fractions
     acr = wrong + right
-    return {"mc_acr": float(acr.mean()), "mc_acr_se": float(acr.std(ddof=1) / math.sqrt(len(acr))),
-            "mc_all_wrong": float(wrong.mean()), "mc_all_correct": float(right.mean())}
+    return {
+        "mc_acr": float(acr.mean()),
+        "mc_acr_se": float(acr.std(ddof=1) / math.sqrt(len(acr))),
+        "mc_all_wrong": float(wrong.mean()),
+        "mc_all_correct": float(right.mean()),
+    }
 
 
 def _row(config: CollapseConfig, G: int, dist: tuple, key: tuple) -> dict:
@@ -66,9 +70,17 @@ def _row(config: CollapseConfig, G: int, dist: tuple, key: tuple) -> dict:
         label, mean_p = f"beta({dist[1]:g},{dist[2]:g})", dist[1] / (dist[1] + dist[2])
         wrong, right = (float(v) for v in beta_moment_degenerate(dist[1], dist[2], G))
     deg = wrong + right
-    row = {"dist": label, "p": float(mean_p), "G": G, "p_all_wrong": wrong, "p_all_correct": right,
-           "p_degenerate": deg, "expected_acr": deg, "acr_sd": math.sqrt(deg * (1 - deg) / config.batch),
-           "oversample": 1.0 / (1.0 - deg) if deg < 1 else math.inf}
+    row = {
+        "dist": label,
+        "p": float(mean_p),
+        "G": G,
+        "p_all_wrong": wrong,
+        "p_all_correct": right,
+        "p_degenerate": deg,
+        "expected_acr": deg,
+        "acr_sd": math.sqrt(deg * (1 - deg) / config.batch),
+        "oversample": 1.0 / (1.0 - deg) if deg < 1 else math.inf,
+    }
     nan = {"mc_acr": math.nan, "mc_acr_se": math.nan, "mc_all_wrong": math.nan, "mc_all_correct": math.nan}
     row.update(_mc(config, G, dist, key) if config.method == "mc" else nan)
     return row
@@ -81,8 +93,10 @@ def run_collapse(config: CollapseConfig) -> LabResult:
     if config.beta is not None:
         dists.append(("beta", float(config.beta[0]), float(config.beta[1])))
     rows = [_row(config, G, dist, (j, k)) for j, G in enumerate(config.G) for k, dist in enumerate(dists)]
-    notes = [f"expected ACR = P(degenerate) = (1-p)^G + p^G; acr_sd for a batch of {config.batch} i.i.d. prompts",
-             "oversample = 1/P(S): groups drawn per kept group under DAPO dynamic sampling"]
+    notes = [
+        f"expected ACR = P(degenerate) = (1-p)^G + p^G; acr_sd for a batch of {config.batch} i.i.d. prompts",
+        "oversample = 1/P(S): groups drawn per kept group under DAPO dynamic sampling",
+    ]
     if config.method == "mc":
         notes.append(f"mc_*: {config.batches} simulated batches of {config.batch} prompts; SE over batches")
     return LabResult("collapse", config_dict(config), rows, notes=notes)

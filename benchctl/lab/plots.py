@@ -89,10 +89,14 @@ def plot_collapse(result: LabResult, out: Path) -> list[Path]:
         pts = [r for r in result.rows if r["G"] == G and not r["dist"].startswith("beta")]
         ax.plot([r["p"] for r in pts], [r["expected_acr"] for r in pts], "o", color=colour, ms=4)
         for r in (r for r in result.rows if r["G"] == G and r["dist"].startswith("beta")):
-            ax.plot([r["p"]], [r["expected_acr"]], "*", color=colour, ms=12,
-                    label=f"{r['dist']} prompts (at mean p), G={G}")
-    ax.set(title="expected ACR = (1−p)^G + p^G  (dotted: all wrong, dashed: all correct)",
-           xlabel="success probability p", ylabel="probability")
+            ax.plot(
+                [r["p"]], [r["expected_acr"]], "*", color=colour, ms=12, label=f"{r['dist']} prompts (at mean p), G={G}"
+            )
+    ax.set(
+        title="expected ACR = (1−p)^G + p^G  (dotted: all wrong, dashed: all correct)",
+        xlabel="success probability p",
+        ylabel="probability",
+    )
     ax.legend(fontsize=7)
     return [_save(fig, out / "collapse.png")]
 
@@ -104,7 +108,7 @@ def plot_bandit(result: LabResult, out: Path) -> list[Path]:
     nrows = -(-len(metrics) // ncols)
     fig, grid = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.8 * nrows), squeeze=False)
     axes = grid.ravel()
-    for ax in axes[len(metrics):]:
+    for ax in axes[len(metrics) :]:
         ax.set_visible(False)
     for i, (label, rows) in enumerate(_by(result.rows, "estimator").items()):
         steps = np.array([r["step"] for r in rows])
@@ -125,5 +129,6 @@ def plot(result: LabResult, directory: str | Path) -> list[Path]:
     """Write the result's PNG plots into `directory` (created)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    return {"bias": plot_bias, "symmetry": plot_symmetry, "collapse": plot_collapse,
-            "bandit": plot_bandit}[result.command](result, out)
+    return {"bias": plot_bias, "symmetry": plot_symmetry, "collapse": plot_collapse, "bandit": plot_bandit}[
+        result.command
+    ](result, out)

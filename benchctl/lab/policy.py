@@ -25,8 +25,9 @@ def softmax(h: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=1, keepdims=True)
 
 
-def init_policy(rng: np.random.Generator, prompts: int, behaviours: int, correct: int,
-                init_scale: float, init_gap: float) -> tuple[np.ndarray, np.ndarray]:
+def init_policy(
+    rng: np.random.Generator, prompts: int, behaviours: int, correct: int, init_scale: float, init_gap: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Initial logits (P, N) and correct mask (P, N): the first `correct` behaviours of each prompt are
     correct and start unlikely, their logits lowered by a per-prompt difficulty d_q ~ Uniform(0, init_gap)."""
     h = init_scale * rng.standard_normal((prompts, behaviours))  # (P, N)

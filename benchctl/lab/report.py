@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from rich import box
 from rich.console import Console
@@ -43,27 +43,37 @@ def _se(row: dict) -> str:
 
 def _bias_columns() -> list[Column]:
     return [
-        ("estimator", lambda r: r["estimator"]), ("G", lambda r: str(r["G"])), ("p", lambda r: f"{r['p']:g}"),
+        ("estimator", lambda r: r["estimator"]),
+        ("G", lambda r: str(r["G"])),
+        ("p", lambda r: f"{r['p']:g}"),
         ("E[A|S,✓]\n(true 1−p)", lambda r: f"{_f(r['adv_correct'], 3)} ({_f(r['true_correct'], 2)})"),
         ("E[A|S,✗]\n(true −p)", lambda r: f"{_f(r['adv_wrong'], 3)} ({_f(r['true_wrong'], 2)})"),
-        ("bias\nr−p−A", lambda r: _f(r["bias_any"])), ("Lemma 2", lambda r: _f(r["lemma2"])), ("SE", _se),
+        ("bias\nr−p−A", lambda r: _f(r["bias_any"])),
+        ("Lemma 2", lambda r: _f(r["lemma2"])),
+        ("SE", _se),
     ]
 
 
 def _symmetry_columns() -> list[Column]:
     return [
-        ("estimator", lambda r: r["estimator"]), ("G", lambda r: str(r["G"])), ("p̂", lambda r: f"{r['p_hat']:.3f}"),
+        ("estimator", lambda r: r["estimator"]),
+        ("G", lambda r: str(r["G"])),
+        ("p̂", lambda r: f"{r['p_hat']:.3f}"),
         ("Σ|A| ✓ / ✗", lambda r: f"{_f(r['sum_abs_correct'], 3)} / {_f(r['sum_abs_wrong'], 3)}"),
-        ("Σ|A|", lambda r: _f(r["total"], 3)), ("ΣA", lambda r: _f(r["net"] + 0.0, 3)),
+        ("Σ|A|", lambda r: _f(r["total"], 3)),
+        ("ΣA", lambda r: _f(r["net"] + 0.0, 3)),
         ("2G√(p̂(1−p̂))", lambda r: _f(r["theory_grpo_pop"], 3)),
     ]
 
 
 def _collapse_columns(result: LabResult) -> list[Column]:
     cols = [
-        ("prompts", lambda r: r["dist"]), ("G", lambda r: str(r["G"])),
-        ("P(all ✗)\n(1−p)^G", lambda r: _f(r["p_all_wrong"])), ("P(all ✓)\np^G", lambda r: _f(r["p_all_correct"])),
-        ("E[ACR]", lambda r: _f(r["expected_acr"])), ("sd(ACR)\nper batch", lambda r: _f(r["acr_sd"])),
+        ("prompts", lambda r: r["dist"]),
+        ("G", lambda r: str(r["G"])),
+        ("P(all ✗)\n(1−p)^G", lambda r: _f(r["p_all_wrong"])),
+        ("P(all ✓)\np^G", lambda r: _f(r["p_all_correct"])),
+        ("E[ACR]", lambda r: _f(r["expected_acr"])),
+        ("sd(ACR)\nper batch", lambda r: _f(r["acr_sd"])),
         ("draws per\nkept group", lambda r: _f(r["oversample"], 2)),
     ]
     if result.config.get("method") == "mc":
@@ -75,11 +85,13 @@ def _bandit_columns(result: LabResult) -> list[Column]:
     ks = result.config["k"]
     cols = [("estimator", lambda r: r["estimator"]), ("step", lambda r: str(r["step"]))]
     cols += [(f"pass@{k}", lambda r, k=k: _pm(r, f"pass@{k}_mean", f"pass@{k}_ci95", 3)) for k in ks]
-    cols += [("entropy", lambda r: _pm(r, "entropy_mean", "entropy_ci95", 3)),
-             ("correct never\nsampled", lambda r: _f(r["undiscovered_frac_mean"], 3)),
-             ("prompts never\ncorrect", lambda r: _f(r["never_correct_prompts_mean"], 3)),
-             ("Σ|A| per\ngroup", lambda r: _f(r["abs_adv_sum_mean"], 2)),
-             ("max|Δh|\nnever-sampled", lambda r: _small(r["never_logit_maxdev_mean"]))]
+    cols += [
+        ("entropy", lambda r: _pm(r, "entropy_mean", "entropy_ci95", 3)),
+        ("correct never\nsampled", lambda r: _f(r["undiscovered_frac_mean"], 3)),
+        ("prompts never\ncorrect", lambda r: _f(r["never_correct_prompts_mean"], 3)),
+        ("Σ|A| per\ngroup", lambda r: _f(r["abs_adv_sum_mean"], 2)),
+        ("max|Δh|\nnever-sampled", lambda r: _small(r["never_logit_maxdev_mean"])),
+    ]
     return cols
 
 
@@ -136,8 +148,9 @@ def render(result: LabResult, console: Console | None = None) -> None:
         console.print(f"note: {note}", style="dim", markup=False, highlight=False)
 
 
-def emit(result: LabResult, *, out=None, json_target: str | None = None, plot_dir=None,
-         console: Console | None = None) -> None:
+def emit(
+    result: LabResult, *, out=None, json_target: str | None = None, plot_dir=None, console: Console | None = None
+) -> None:
     """Render and write a result: table (unless JSON goes to stdout), parquet, JSON file or '-', PNGs."""
     import os
     import sys

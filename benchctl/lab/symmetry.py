@@ -58,9 +58,17 @@ def _rows(spec: EstimatorSpec, G: int, context: str) -> list[dict]:
     }
     rows = []
     for c in range(G + 1):
-        row = {"estimator": spec.label, "G": G, "c": c, "p_hat": float(p_hat[c]), "context": context,
-               "sum_abs_correct": float(pos[c]), "sum_abs_wrong": float(neg[c]),
-               "total": float(pos[c] + neg[c]), "net": float(adv[c].sum())}
+        row = {
+            "estimator": spec.label,
+            "G": G,
+            "c": c,
+            "p_hat": float(p_hat[c]),
+            "context": context,
+            "sum_abs_correct": float(pos[c]),
+            "sum_abs_wrong": float(neg[c]),
+            "total": float(pos[c] + neg[c]),
+            "net": float(adv[c].sum()),
+        }
         row.update({k: float(v[c]) for k, v in theory.items()})
         rows.append(row)
     return rows

@@ -8,9 +8,28 @@ run resumably into RESULTS/runs/<cell>/ with RESULTS/index.parquet listing every
 File format and naming: `benchctl.matrix.spec`; running, resuming and the executor seam: `benchctl.matrix.runner`.
 """
 
-from benchctl.matrix.runner import (EXECUTORS, CellOutcome, CellStatus, MatrixOutcome, matrix_status, run_folder,
-                                    run_matrix)
+from benchctl.matrix.runner import (
+    EXECUTORS,
+    CellOutcome,
+    CellStatus,
+    MatrixOutcome,
+    matrix_status,
+    run_folder,
+    run_matrix,
+)
 from benchctl.matrix.spec import Cell, EvalSettings, MatrixSpec, parse_matrix, read_matrix
 
-__all__ = ["EXECUTORS", "Cell", "CellOutcome", "CellStatus", "EvalSettings", "MatrixOutcome", "MatrixSpec",
-           "matrix_status", "parse_matrix", "read_matrix", "run_folder", "run_matrix"]
+__all__ = [
+    "EXECUTORS",
+    "Cell",
+    "CellOutcome",
+    "CellStatus",
+    "EvalSettings",
+    "MatrixOutcome",
+    "MatrixSpec",
+    "matrix_status",
+    "parse_matrix",
+    "read_matrix",
+    "run_folder",
+    "run_matrix",
+]

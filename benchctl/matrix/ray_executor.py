@@ -35,8 +35,9 @@ def ray_executor(cells: Sequence, work, on_start, on_done, *, address: str | Non
     try:
         import ray
     except ImportError:
-        raise BenchctlError("--executor ray needs Ray: pip install 'benchctl[integrations]' (or pip install ray)"
-                            ) from None
+        raise BenchctlError(
+            "--executor ray needs Ray: pip install 'benchctl[integrations]' (or pip install ray)"
+        ) from None
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)

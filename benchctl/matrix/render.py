@@ -8,8 +8,14 @@ from pathlib import Path
 from benchctl.matrix.runner import CellOutcome, CellStatus, MatrixOutcome
 from benchctl.matrix.spec import Cell, MatrixSpec
 
-_STYLE = {"done": "green", "failed": "red", "running": "yellow", "pending": "dim", "skipped": "green",
-          "interrupted": "yellow"}
+_STYLE = {
+    "done": "green",
+    "failed": "red",
+    "running": "yellow",
+    "pending": "dim",
+    "skipped": "green",
+    "interrupted": "yellow",
+}
 
 
 def _console(soft_wrap: bool = False):
@@ -30,13 +36,22 @@ def print_cells(spec: MatrixSpec, results: str | Path) -> None:
     for col in ("#", "cell (run folder)", "estimator", "params", "recipe", "G", "seed"):
         table.add_column(col)
     for i, c in enumerate(spec.cells, 1):
-        table.add_row(str(i), c.name, c.estimator,
-                      ", ".join(f"{k}={v}" for k, v in c.params), c.recipe or "", str(c.group_size), str(c.seed))
+        table.add_row(
+            str(i),
+            c.name,
+            c.estimator,
+            ", ".join(f"{k}={v}" for k, v in c.params),
+            c.recipe or "",
+            str(c.group_size),
+            str(c.seed),
+        )
     _console().print(table)
     if spec.cells:
         e, train = spec.cells[0].eval, dict(spec.cells[0].train)
-        _console().print(f"train: {train or 'trainer defaults'}; eval: {', '.join(e.tasks)} n={e.n} "
-                         f"k={','.join(map(str, e.ks))}" + (f" limit={e.limit}" if e.limit else ""))
+        _console().print(
+            f"train: {train or 'trainer defaults'}; eval: {', '.join(e.tasks)} n={e.n} "
+            f"k={','.join(map(str, e.ks))}" + (f" limit={e.limit}" if e.limit else "")
+        )
 
 
 def print_status(rows: Sequence[CellStatus]) -> None:
@@ -47,8 +62,13 @@ def print_status(rows: Sequence[CellStatus]) -> None:
         table.add_column(col)
     for r in rows:
         style = _STYLE.get(r.status, "")
-        table.add_row(r.cell.name, f"[{style}]{r.status}[/]", "" if r.step is None else str(r.step),
-                      _pass(r.pass_at), r.reason or "")
+        table.add_row(
+            r.cell.name,
+            f"[{style}]{r.status}[/]",
+            "" if r.step is None else str(r.step),
+            _pass(r.pass_at),
+            r.reason or "",
+        )
     _console().print(table)
     counts = {s: sum(r.status == s for r in rows) for s in ("done", "running", "failed", "pending")}
     _console().print(", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(rows)} cells")

@@ -69,6 +69,7 @@ class MatrixOutcome:
 
 # ---- where things are ---------------------------------------------------------------------------------------
 
+
 def run_folder(results: Path, cell: Cell) -> Path:
     return Path(results) / RUNS_DIR / cell.name
 
@@ -132,9 +133,14 @@ EXECUTORS: dict[str, Executor] = {"serial": serial_executor, "ray": _ray}
 
 # ---- the matrix ---------------------------------------------------------------------------------------------
 
-def run_matrix(spec: MatrixSpec, results: str | Path, executor: str = "serial",
-               on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None,
-               address: str | None = None) -> MatrixOutcome:
+
+def run_matrix(
+    spec: MatrixSpec,
+    results: str | Path,
+    executor: str = "serial",
+    on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None,
+    address: str | None = None,
+) -> MatrixOutcome:
     """Train and evaluate every unfinished cell of `spec` under `results`; see the module docstring.
 
     `on_event(kind, cell, outcome)` is called with kind `skip`, `start` or `done` (for printing progress).
@@ -182,6 +188,7 @@ def run_matrix(spec: MatrixSpec, results: str | Path, executor: str = "serial",
 
 # ---- one cell -----------------------------------------------------------------------------------------------
 
+
 def run_cell(cell: Cell, results: str) -> CellOutcome:
     """Train (or continue) and evaluate one cell; never raises for a failing cell (Ctrl-C -> interrupted)."""
     start = time.perf_counter()
@@ -200,8 +207,11 @@ def run_cell(cell: Cell, results: str) -> CellOutcome:
         return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - any failure is recorded for this cell; the others go on
         return CellOutcome(cell.name, "failed", _reason(exc, run), time.perf_counter() - start)
-    pass_at = tuple((t.task, int(k), float(p)) for t in evaluation.tasks
-                    for k, p in zip(t.summary.column("k").to_pylist(), t.summary.column("pass_at_k").to_pylist()))
+    pass_at = tuple(
+        (t.task, int(k), float(p))
+        for t in evaluation.tasks
+        for k, p in zip(t.summary.column("k").to_pylist(), t.summary.column("pass_at_k").to_pylist())
+    )
     return CellOutcome(cell.name, "done", None, time.perf_counter() - start, steps, pass_at)
 
 
@@ -212,8 +222,10 @@ def check_not_stale(cell: Cell, run: Path) -> None:
     for key, want in cell.train_values().items():
         have = stored.get(key, {}).get("value", want)
         if key != "progress" and have != want:
-            raise BenchctlError(f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
-                                "use another --results folder or remove the run folder")
+            raise BenchctlError(
+                f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
+                "use another --results folder or remove the run folder"
+            )
 
 
 def _reason(exc: BaseException, run: Path) -> str:
@@ -275,14 +287,26 @@ def evaluate_cell(cell: Cell, run: Path):
     engine = trainer_engine(stored)
     load_run_weights(engine, run / "model")
     e = cell.eval
-    config = EvalConfig(model=str(run.resolve()), tasks=e.tasks, ks=e.ks, n=e.n, temperature=e.temperature,
-                        top_p=e.top_p, max_tokens=e.max_tokens or value["max_tokens_resolved"], seed=cell.seed,
-                        limit=e.limit, data_dir=value.get("data_dir"), out=str(train_run.eval_dir(run)),
-                        resamples=e.resamples, progress=False)
+    config = EvalConfig(
+        model=str(run.resolve()),
+        tasks=e.tasks,
+        ks=e.ks,
+        n=e.n,
+        temperature=e.temperature,
+        top_p=e.top_p,
+        max_tokens=e.max_tokens or value["max_tokens_resolved"],
+        seed=cell.seed,
+        limit=e.limit,
+        data_dir=value.get("data_dir"),
+        out=str(train_run.eval_dir(run)),
+        resamples=e.resamples,
+        progress=False,
+    )
     return run_eval(config, engine=engine)
 
 
 # ---- status -------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CellStatus:

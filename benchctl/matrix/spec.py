@@ -27,9 +27,10 @@ import hashlib
 import itertools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from benchctl.errors import BenchctlError
 
@@ -37,8 +38,19 @@ TOP_KEYS = ("models", "task", "estimators", "recipes", "group_sizes", "seeds", "
 ENTRY_KEYS = ("estimator", "recipe")  # reserved in an estimators entry; every other key is a hyperparameter
 EVAL_KEYS = ("tasks", "n", "k", "temperature", "top_p", "max_tokens", "limit", "resamples")
 # Train settings the matrix itself sets per cell (or that make no sense shared): not allowed under `train:`.
-CELL_KEYS = ("model", "task", "estimator", "estimator_params", "recipe", "group_size", "seed", "out", "resume",
-             "progress", "sources")
+CELL_KEYS = (
+    "model",
+    "task",
+    "estimator",
+    "estimator_params",
+    "recipe",
+    "group_size",
+    "seed",
+    "out",
+    "resume",
+    "progress",
+    "sources",
+)
 
 
 def _f(default, help_text: str, **kw):
@@ -86,8 +98,15 @@ class Cell:
     def train_values(self) -> dict[str, Any]:
         """Flag values for `benchctl.trainers.build_config` (the run folder `out` is the runner's business)."""
         values = dict(self.train)
-        values.update(model=self.model, task=self.task, estimator=self.estimator, group_size=self.group_size,
-                      seed=self.seed, estimator_params=dict(self.params), progress=False)
+        values.update(
+            model=self.model,
+            task=self.task,
+            estimator=self.estimator,
+            group_size=self.group_size,
+            seed=self.seed,
+            estimator_params=dict(self.params),
+            progress=False,
+        )
         if self.recipe is not None:
             values["recipe"] = self.recipe
         return values
@@ -102,6 +121,7 @@ class MatrixSpec:
 
 
 # ---- parsing ------------------------------------------------------------------------------------------------
+
 
 def _text(value: Any) -> str:
     if isinstance(value, bool):
@@ -126,8 +146,7 @@ def _ints(data: Mapping, name: str, default: list, path: str) -> list[int]:
     values = _as_list(data.get(name, default), name, path)
     for v in values:
         if not isinstance(v, int) or isinstance(v, bool) or v < (1 if name == "group_sizes" else 0):
-            raise BenchctlError(f"{path}: {name} must list integers >= {1 if name == 'group_sizes' else 0}; "
-                                f"got {v!r}")
+            raise BenchctlError(f"{path}: {name} must list integers >= {1 if name == 'group_sizes' else 0}; got {v!r}")
     return list(dict.fromkeys(values))
 
 
@@ -151,8 +170,10 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
     """A matrix mapping (the YAML's content) -> MatrixSpec with every cell validated by the trainer's config."""
     _check_keys(data, TOP_KEYS, path, "")
     if "estimators" not in data or not isinstance(data["estimators"], dict) or not data["estimators"]:
-        raise BenchctlError(f"{path}: 'estimators' must map estimator names to hyperparameter grids, "
-                            "e.g. estimators: {grpo: {}, ha_dw: {lambda_scale: [1.3, 1.5]}}")
+        raise BenchctlError(
+            f"{path}: 'estimators' must map estimator names to hyperparameter grids, "
+            "e.g. estimators: {grpo: {}, ha_dw: {lambda_scale: [1.3, 1.5]}}"
+        )
     models = [str(m) for m in _as_list(data.get("models", ["tiny"]), "models", path)]
     task = data.get("task", "arith")
     if not isinstance(task, str):
@@ -168,8 +189,21 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
         for params in entry["grid"]:
             for recipe in entry["recipes"] or recipes:
                 for g, seed in itertools.product(group_sizes, seeds):
-                    cells.append(Cell("", model, task, str(label), entry["estimator"], params, recipe, g, seed,
-                                      train, eval_settings))
+                    cells.append(
+                        Cell(
+                            "",
+                            model,
+                            task,
+                            str(label),
+                            entry["estimator"],
+                            params,
+                            recipe,
+                            g,
+                            seed,
+                            train,
+                            eval_settings,
+                        )
+                    )
     cells = _named(cells)
     for cell in cells:
         _validate(cell, path)
@@ -181,18 +215,23 @@ def _entry(label: Any, entry: Any, path: str) -> dict:
     if entry is None:
         entry = {}
     if not isinstance(entry, dict):
-        raise BenchctlError(f"{path}: {where} must be a mapping of hyperparameters (lists are grid axes); "
-                            f"got {entry!r}")
+        raise BenchctlError(
+            f"{path}: {where} must be a mapping of hyperparameters (lists are grid axes); got {entry!r}"
+        )
     estimator = str(entry.get("estimator", label))
     recipes = entry.get("recipe")
     recipes = [] if "recipe" not in entry else _as_list(recipes, f"{where}.recipe", path)
-    axes = {str(k): _as_list(v, f"{where}.{k}", path) for k, v in sorted(entry.items(), key=lambda kv: str(kv[0]))
-            if k not in ENTRY_KEYS}
+    axes = {
+        str(k): _as_list(v, f"{where}.{k}", path)
+        for k, v in sorted(entry.items(), key=lambda kv: str(kv[0]))
+        if k not in ENTRY_KEYS
+    }
     for key, values in axes.items():
         for v in values:
             if isinstance(v, (dict, list)) or v is None:
-                raise BenchctlError(f"{path}: {where}.{key} must be a number, bool or string (or a list of them); "
-                                    f"got {v!r}")
+                raise BenchctlError(
+                    f"{path}: {where}.{key} must be a number, bool or string (or a list of them); got {v!r}"
+                )
     grid = [tuple(zip(axes, point)) for point in itertools.product(*axes.values())]
     return {"estimator": estimator, "recipes": recipes, "grid": grid}
 
@@ -238,8 +277,17 @@ def _eval_settings(data: Any, task: str, path: str) -> EvalSettings:
     from benchctl.evaluation import EvalConfig
 
     try:  # the eval's own range checks, now rather than after the first training run
-        EvalConfig(model="check", tasks=tasks, ks=ks, n=n, temperature=settings.temperature, top_p=settings.top_p,
-                   max_tokens=settings.max_tokens or 1, limit=settings.limit, resamples=settings.resamples)
+        EvalConfig(
+            model="check",
+            tasks=tasks,
+            ks=ks,
+            n=n,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_tokens=settings.max_tokens or 1,
+            limit=settings.limit,
+            resamples=settings.resamples,
+        )
     except TypeError as exc:
         raise BenchctlError(f"{path}: eval: {exc}") from None
     except BenchctlError as exc:

@@ -36,8 +36,7 @@ def tiny_model_key(cfg: TinyModelConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def cached_tiny_model(*, cache_dir: Path | str | None = None, config: TinyModelConfig | None = None,
-                      **options) -> Path:
+def cached_tiny_model(*, cache_dir: Path | str | None = None, config: TinyModelConfig | None = None, **options) -> Path:
     """Folder of the tiny model for these parameters, built now (under a file lock) if not cached yet."""
     cfg = resolve_config(config, options)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()

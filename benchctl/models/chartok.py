@@ -21,9 +21,8 @@ from pathlib import Path
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 SPECIALS = (PAD, EOS, UNK)
 CHARS = "\n" + "".join(chr(c) for c in range(32, 127))  # newline + printable ASCII: one token each
-QWEN2_SPLIT = (  # transformers' Qwen2Tokenizer PRETOKENIZE_REGEX
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
+# transformers' Qwen2Tokenizer PRETOKENIZE_REGEX
+QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""  # noqa: E501 (transformers' regex, verbatim)
 
 
 def _byte_symbols() -> list[str]:

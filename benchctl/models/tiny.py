@@ -15,7 +15,8 @@ generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json
 SFT runs on one CPU thread [our choice]: float reductions then do not depend on the machine's core count, so
 the weights are bit-identical for the same parameters on any CPU, and for a 0.8M-parameter model one thread is
 also the fastest (about 80 ms per 64-sequence step; two threads on a loaded 2-core machine were 10x slower).
-`sft_seconds` stops at a wall-clock budget instead of a step count and is therefore not reproducible. `cached_tiny_model` (benchctl.models.cache) builds once per
+`sft_seconds` stops at a wall-clock budget instead of a step count and is therefore not reproducible.
+`cached_tiny_model` (benchctl.models.cache) builds once per
 parameter set for tests.
 """
 
@@ -155,7 +156,12 @@ def _sft_loop(model, cfg: TinyModelConfig, generator) -> dict:
     model.eval()
     tail = torch.stack(losses[-20:]).mean().item() if losses else float("nan")
     head = losses[0].item() if losses else float("nan")
-    return {"sft/steps": step, "sft/seconds": time.perf_counter() - start, "sft/first_loss": head, "sft/last_loss": tail}
+    return {
+        "sft/steps": step,
+        "sft/seconds": time.perf_counter() - start,
+        "sft/first_loss": head,
+        "sft/last_loss": tail,
+    }
 
 
 def build_tiny_model(out_dir: Path | str, *, config: TinyModelConfig | None = None, **options) -> Path:

@@ -40,11 +40,18 @@ class ReportResult:
         """The terminal view: the main table, the rliable aggregates and the cost table."""
         from benchctl.report.render import cost_view, rich_table
 
-        out = [rich_table(self.tables["main"], "pass@k (percent) [95% CI]; diff vs baseline, paired; * = "
-                                                "significant after Holm")]
+        out = [
+            rich_table(
+                self.tables["main"], "pass@k (percent) [95% CI]; diff vs baseline, paired; * = significant after Holm"
+            )
+        ]
         if not self.tables["rliable"].empty:
-            out.append(rich_table(self.tables["rliable"], "rliable over runs x tasks (percent) [stratified "
-                                                          "bootstrap CI]; P(improvement) over the baseline"))
+            out.append(
+                rich_table(
+                    self.tables["rliable"],
+                    "rliable over runs x tasks (percent) [stratified bootstrap CI]; P(improvement) over the baseline",
+                )
+            )
         cost = self.tables["cost"]
         if not cost.empty:
             out.append(rich_table(cost_view(cost), "cost (means over runs; every phase in cost.parquet)"))
@@ -67,12 +74,22 @@ def _compute(data: ReportData, config: ReportConfig) -> tuple[dict[str, pd.DataF
     summary = rl.rliable_summary(data, stats.baseline_pairs(data, config.baseline), config)
     tables = {
         "main": render.main_table(passk, comparisons),
-        "rliable": render.rliable_table(summary.aggregates, summary.improvement), "runs": data.runs, "passk": passk,
-        "comparisons": comparisons, "aggregates": summary.aggregates, "improvement": summary.improvement,
-        "cost": stats.cost_table(data), "training": _training_table(data), "eval_curve": data.eval_curve,
+        "rliable": render.rliable_table(summary.aggregates, summary.improvement),
+        "runs": data.runs,
+        "passk": passk,
+        "comparisons": comparisons,
+        "aggregates": summary.aggregates,
+        "improvement": summary.improvement,
+        "cost": stats.cost_table(data),
+        "training": _training_table(data),
+        "eval_curve": data.eval_curve,
     }
-    figures = {"passk_curves": plots.passk_curves(passk), "training_curves": plots.training_curves(data),
-               "pass1_vs_rollout_tokens": plots.pass1_vs_tokens(data), "rliable": plots.rliable_figure(summary)}
+    figures = {
+        "passk_curves": plots.passk_curves(passk),
+        "training_curves": plots.training_curves(data),
+        "pass1_vs_rollout_tokens": plots.pass1_vs_tokens(data),
+        "rliable": plots.rliable_figure(summary),
+    }
     return tables, {k: v for k, v in figures.items() if v is not None}
 
 
@@ -81,13 +98,19 @@ def _sections(tables: dict, config: ReportConfig) -> list:
 
     method = " ".join(stats_doc.split("Statistics [our choices, stated in every output]:")[1].split())
     return [
-        ("pass@k and the paired difference to the baseline", f"Baseline: {config.baseline}. {method}",
-         tables["main"]),
-        ("rliable summary (Agarwal et al. 2021)", "IQM, mean, median and optimality gap of pass@k over runs x "
-         "tasks (percent), stratified-bootstrap intervals; P(> baseline): probability that a run of the arm beats "
-         "a run of the baseline on a task, averaged over tasks (smallest k).", tables["rliable"]),
-        ("cost", "Rollout tokens and samples, steps, seconds per phase (means over runs), final pass@1.",
-         tables["cost"]),
+        ("pass@k and the paired difference to the baseline", f"Baseline: {config.baseline}. {method}", tables["main"]),
+        (
+            "rliable summary (Agarwal et al. 2021)",
+            "IQM, mean, median and optimality gap of pass@k over runs x "
+            "tasks (percent), stratified-bootstrap intervals; P(> baseline): probability that a run of the arm beats "
+            "a run of the baseline on a task, averaged over tasks (smallest k).",
+            tables["rliable"],
+        ),
+        (
+            "cost",
+            "Rollout tokens and samples, steps, seconds per phase (means over runs), final pass@1.",
+            tables["cost"],
+        ),
     ]
 
 
@@ -105,8 +128,11 @@ def _write(result: ReportResult, config: ReportConfig) -> None:
     from benchctl.results.store import write_atomic, write_json, write_table
 
     out = Path(config.out)
-    record = {f.name: {"value": getattr(config, f.name), "source": config.sources.get(f.name, "default")}
-              for f in dataclasses.fields(config) if f.name != "sources"}
+    record = {
+        f.name: {"value": getattr(config, f.name), "source": config.sources.get(f.name, "default")}
+        for f in dataclasses.fields(config)
+        if f.name != "sources"
+    }
     write_json(out / "config.json", {"kind": REPORT_KIND, "config": record})
     for name, frame in result.tables.items():
         if name not in ("main", "rliable"):
@@ -118,8 +144,10 @@ def _write(result: ReportResult, config: ReportConfig) -> None:
         write_atomic(path, lambda tmp, png=png: tmp.write_bytes(png))
         result.files.append(path)
     sections, title = _sections(result.tables, config), "benchctl report"
-    for name, text in (("report.md", render.markdown_page(title, sections, result.figures, result.notes)),
-                       ("report.html", render.html_page(title, sections, result.figures, result.notes))):
+    for name, text in (
+        ("report.md", render.markdown_page(title, sections, result.figures, result.notes)),
+        ("report.html", render.html_page(title, sections, result.figures, result.notes)),
+    ):
         write_atomic(out / name, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
         result.files.append(out / name)
 

@@ -18,11 +18,15 @@ class ReportConfig:
 
     inputs: tuple[str, ...] = _f((), "run folders, results folders with index.parquet, or folders holding runs")
     out: str | None = _f(None, "output folder for report.md/.html, the parquet tables and plots; None -> print only")
-    baseline: str | None = _f("grpo", "arm to compare against (estimator_label, estimator or model); None -> no "
-                                      "comparisons")
+    baseline: str | None = _f(
+        "grpo", "arm to compare against (estimator_label, estimator or model); None -> no comparisons"
+    )
     where: tuple[str, ...] = _f((), "run filters key=value, key=v1,v2 (any of), key!=value; on run columns")
-    group_by: tuple[str, ...] = _f((), "run columns that define an arm; () -> estimator_label (or model) plus "
-                                       "the columns that vary across runs (model, recipe, group_size)")
+    group_by: tuple[str, ...] = _f(
+        (),
+        "run columns that define an arm; () -> estimator_label (or model) plus "
+        "the columns that vary across runs (model, recipe, group_size)",
+    )
     tasks: tuple[str, ...] = _f((), "evaluated tasks to report; () -> every task found")
     ks: tuple[int, ...] = _f((), "k values to report; () -> every k the evals hold")
     confidence: float = _f(0.95, "two-sided CI level")
@@ -72,6 +76,7 @@ def parse_where(text: str) -> Where:
     negate = "!=" in text
     key, sep, values = text.partition("!=" if negate else "=")
     if not sep or not key.strip() or not values.strip():
-        raise BenchctlError(f"--where {text!r}: expected key=value, key=v1,v2 or key!=value "
-                            "(e.g. --where estimator=ha_dw)")
+        raise BenchctlError(
+            f"--where {text!r}: expected key=value, key=v1,v2 or key!=value (e.g. --where estimator=ha_dw)"
+        )
     return Where(key.strip(), tuple(v.strip() for v in values.split(",")), negate)

@@ -42,14 +42,18 @@ class ReportData:
 
 def _runs_frame(config: ReportConfig) -> pd.DataFrame:
     refs = find_runs(config.inputs)
-    rows = [{"run_id": i, "path": str(r.path), "kind": r.kind, "status": r.status, **dict(r.columns)}
-            for i, r in enumerate(refs)]
+    rows = [
+        {"run_id": i, "path": str(r.path), "kind": r.kind, "status": r.status, **dict(r.columns)}
+        for i, r in enumerate(refs)
+    ]
     frame = pd.DataFrame(rows)
     for text in config.where:
         cond = parse_where(text)
         if cond.key not in frame.columns:
-            raise BenchctlError(f"--where {text!r}: unknown column {cond.key!r}; columns: "
-                                f"{', '.join(c for c in frame.columns if c not in ('run_id', 'kind'))}")
+            raise BenchctlError(
+                f"--where {text!r}: unknown column {cond.key!r}; columns: "
+                f"{', '.join(c for c in frame.columns if c not in ('run_id', 'kind'))}"
+            )
         frame = frame[[cond.matches(None if pd.isna(v) else v) for v in frame[cond.key]]]
     if frame.empty:
         raise BenchctlError(f"no run left after --where {' '.join(config.where)}; {len(refs)} runs found")
@@ -115,8 +119,9 @@ def _eval_curve_rows(run_id: int, path: Path, kind: str, metrics: pd.DataFrame |
             tokens = float(hit.iloc[-1]) if len(hit) else 0.0  # step 0: before any rollout
         for task in eval_tasks(folder):
             p1 = read_eval_problems(folder, task).column("pass@1").to_numpy()
-            rows.append({"run_id": run_id, "step": step, "tokens": tokens, "eval_task": task,
-                         "pass@1": float(p1.mean())})
+            rows.append(
+                {"run_id": run_id, "step": step, "tokens": tokens, "eval_task": task, "pass@1": float(p1.mean())}
+            )
     return rows
 
 
@@ -157,5 +162,12 @@ def load_report_data(config: ReportConfig) -> ReportData:
     problems = pd.concat(problems, ignore_index=True) if problems else empty
     if config.ks:
         problems = problems[problems["k"].isin(config.ks)]
-    return ReportData(runs, problems, pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(),
-                      pd.DataFrame(curve), group_by, arm, notes)
+    return ReportData(
+        runs,
+        problems,
+        pd.concat(metrics, ignore_index=True) if metrics else pd.DataFrame(),
+        pd.DataFrame(curve),
+        group_by,
+        arm,
+        notes,
+    )

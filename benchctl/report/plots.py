@@ -86,7 +86,7 @@ def training_curves(data: ReportData) -> bytes | None:
             for col, style in zip(cols, styles):
                 stats = part.groupby("step")[col].agg(["mean", "min", "max"])
                 label = arm if len(cols) == 1 else f"{arm} {col.split('/')[-1]}"
-                line, = ax.plot(stats.index, stats["mean"], style, color=f"C{i}", label=label)
+                (line,) = ax.plot(stats.index, stats["mean"], style, color=f"C{i}", label=label)
                 ax.fill_between(stats.index, stats["min"], stats["max"], color=line.get_color(), alpha=0.12)
         ax.set(title=title, xlabel="step")
         ax.grid(alpha=0.3)
@@ -105,8 +105,11 @@ def pass1_vs_tokens(data: ReportData) -> bytes | None:
     fig, axes = _grid(len(tasks))
     for ax, task in zip(axes, tasks):
         for arm, part in curve[curve["eval_task"] == task].groupby("arm"):
-            stats = part.groupby("step").agg(tokens=("tokens", "mean"), mean=("pass@1", "mean"),
-                                             low=("pass@1", "min"), high=("pass@1", "max")).sort_values("tokens")
+            stats = (
+                part.groupby("step")
+                .agg(tokens=("tokens", "mean"), mean=("pass@1", "mean"), low=("pass@1", "min"), high=("pass@1", "max"))
+                .sort_values("tokens")
+            )
             ax.plot(stats["tokens"], stats["mean"], marker="o", ms=3, label=arm)
             ax.fill_between(stats["tokens"], stats["low"], stats["high"], alpha=0.15)
         ax.set(title=f"{task}: pass@1 vs rollout tokens", xlabel="rollout tokens", ylabel="pass@1")
@@ -134,7 +137,7 @@ def rliable_figure(summary: RliableSummary) -> bytes | None:
     ax = axes[len(metrics)]
     for arm in arms:
         if arm in summary.profiles:
-            line, = ax.plot(TAUS, summary.profiles[arm], label=arm)
+            (line,) = ax.plot(TAUS, summary.profiles[arm], label=arm)
             ci = summary.profile_cis.get(arm)
             if ci is not None:
                 ax.fill_between(TAUS, ci[0], ci[1], color=line.get_color(), alpha=0.15)

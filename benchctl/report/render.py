@@ -9,7 +9,6 @@ import math
 
 import pandas as pd
 
-
 FIGURE_TITLES = {
     "passk_curves": "pass@k curves (log k axis, 95% CI band over problems)",
     "training_curves": "training curves (mean over runs of an arm, min-max band over seeds)",
@@ -30,10 +29,15 @@ def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
     cmp = comparisons.set_index(["arm", "eval_task", "k"]) if not comparisons.empty else None
     rows = []
     for r in passk.sort_values(["eval_task", "k", "arm"]).itertuples():
-        row = {"task": r.eval_task, "k": r.k, "arm": r.arm, "seeds": r.seeds, "problems": r.problems,
-               "pass@k [CI]": f"{_num(r.pass_at_k)} [{_num(r.low)}, {_num(r.high)}]"}
-        c = cmp.loc[(r.arm, r.eval_task, r.k)] if cmp is not None and (r.arm, r.eval_task, r.k) in cmp.index \
-            else None
+        row = {
+            "task": r.eval_task,
+            "k": r.k,
+            "arm": r.arm,
+            "seeds": r.seeds,
+            "problems": r.problems,
+            "pass@k [CI]": f"{_num(r.pass_at_k)} [{_num(r.low)}, {_num(r.high)}]",
+        }
+        c = cmp.loc[(r.arm, r.eval_task, r.k)] if cmp is not None and (r.arm, r.eval_task, r.k) in cmp.index else None
         if c is not None:
             mark = " *" if bool(c["significant"]) else ""
             row["diff vs baseline [CI]"] = f"{_num(c['diff'], scale=100):>5} [{_num(c['low'])}, {_num(c['high'])}]"
@@ -63,14 +67,29 @@ def rliable_table(aggregates: pd.DataFrame, improvement: pd.DataFrame) -> pd.Dat
 def cost_view(cost: pd.DataFrame) -> pd.DataFrame:
     """The terminal's cost table: arm, runs, steps, rollout tokens/samples, total / rollout / update seconds, pass@1
     per task (the full table, every phase, is in cost.parquet and the page)."""
-    keep = ["arm", "runs", "steps", "rollout_tokens", "rollout_samples", "time/step_s", "time/rollout_s",
-            "time/update_s"] + [c for c in cost.columns if c.startswith("pass@1:")]
+    keep = [
+        "arm",
+        "runs",
+        "steps",
+        "rollout_tokens",
+        "rollout_samples",
+        "time/step_s",
+        "time/rollout_s",
+        "time/update_s",
+    ] + [c for c in cost.columns if c.startswith("pass@1:")]
     view = cost[[c for c in keep if c in cost.columns]].copy()
     for col in ("rollout_tokens", "rollout_samples"):
         if col in view:
             view[col] = [_compact(v) for v in view[col]]
-    return view.rename(columns={"rollout_tokens": "tokens", "rollout_samples": "samples", "time/step_s": "total s",
-                                "time/rollout_s": "rollout s", "time/update_s": "update s"})
+    return view.rename(
+        columns={
+            "rollout_tokens": "tokens",
+            "rollout_samples": "samples",
+            "time/step_s": "total s",
+            "time/rollout_s": "rollout s",
+            "time/update_s": "update s",
+        }
+    )
 
 
 def _compact(value) -> str:
@@ -107,13 +126,15 @@ def markdown_table(frame: pd.DataFrame) -> str:
         return "_(empty)_\n"
     head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |"
-            for row in frame.itertuples(index=False)]
+    body = [
+        "| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)
+    ]
     return "\n".join([head, rule, *body]) + "\n"
 
 
-def markdown_page(title: str, sections: list[tuple[str, str, pd.DataFrame | None]],
-                  figures: dict[str, bytes], notes: list[str]) -> str:
+def markdown_page(
+    title: str, sections: list[tuple[str, str, pd.DataFrame | None]], figures: dict[str, bytes], notes: list[str]
+) -> str:
     """sections: [(heading, text, table or None)]; figures are linked as plots/<name>.png."""
     parts = [f"# {title}\n"]
     for heading, text, table in sections:
@@ -130,22 +151,29 @@ def _html_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "<p><em>(empty)</em></p>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-_CSS = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
-        "font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-        "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;"
-        "margin:1em 0;border:1px solid #eee}p.note{color:#555;font-size:13px}")
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
+    "font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+    "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;"
+    "margin:1em 0;border:1px solid #eee}p.note{color:#555;font-size:13px}"
+)
 
 
-def html_page(title: str, sections: list[tuple[str, str, pd.DataFrame | None]], figures: dict[str, bytes],
-              notes: list[str]) -> str:
+def html_page(
+    title: str, sections: list[tuple[str, str, pd.DataFrame | None]], figures: dict[str, bytes], notes: list[str]
+) -> str:
     """One self-contained page: tables, then every figure as a data: URI (no external file is referenced)."""
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
+    ]
     for heading, text, table in sections:
         parts.append(f"<h2>{html.escape(heading)}</h2><p class='note'>{html.escape(text)}</p>")
         if table is not None:

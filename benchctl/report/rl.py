@@ -54,15 +54,34 @@ def _aggregates(scores: dict, k: int, config: ReportConfig) -> pd.DataFrame:
     from rliable import library as rly
     from rliable import metrics
 
-    funcs = {"IQM": metrics.aggregate_iqm, "mean": metrics.aggregate_mean, "median": metrics.aggregate_median,
-             "optimality_gap": metrics.aggregate_optimality_gap}
+    funcs = {
+        "IQM": metrics.aggregate_iqm,
+        "mean": metrics.aggregate_mean,
+        "median": metrics.aggregate_median,
+        "optimality_gap": metrics.aggregate_optimality_gap,
+    }
     func = lambda x: np.array([f(x) for f in funcs.values()])  # noqa: E731
-    point, ci = rly.get_interval_estimates(scores, func, reps=config.rliable_reps,
-                                           confidence_interval_size=config.confidence,
-                                           random_state=np.random.RandomState(config.seed))
-    rows = [{"arm": arm, "k": k, "metric": name, "value": float(point[arm][i]), "low": float(ci[arm][0, i]),
-             "high": float(ci[arm][1, i]), "runs": scores[arm].shape[0], "tasks": scores[arm].shape[1]}
-            for arm in scores for i, name in enumerate(funcs)]
+    point, ci = rly.get_interval_estimates(
+        scores,
+        func,
+        reps=config.rliable_reps,
+        confidence_interval_size=config.confidence,
+        random_state=np.random.RandomState(config.seed),
+    )
+    rows = [
+        {
+            "arm": arm,
+            "k": k,
+            "metric": name,
+            "value": float(point[arm][i]),
+            "low": float(ci[arm][0, i]),
+            "high": float(ci[arm][1, i]),
+            "runs": scores[arm].shape[0],
+            "tasks": scores[arm].shape[1],
+        }
+        for arm in scores
+        for i, name in enumerate(funcs)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -75,11 +94,18 @@ def _improvement(scores: dict, pairs, k: int, config: ReportConfig) -> pd.DataFr
     if not pairs:
         return pd.DataFrame(columns=cols)
     pair_scores = {f"{a}|{b}": (scores[a], scores[b]) for a, b in pairs}
-    point, ci = rly.get_interval_estimates(pair_scores, metrics.probability_of_improvement,
-                                           reps=config.rliable_reps, confidence_interval_size=config.confidence,
-                                           random_state=np.random.RandomState(config.seed))
-    rows = [[a, b, k, *(float(np.ravel(x)[0]) for x in (point[key], ci[key][0], ci[key][1]))]
-            for a, b in pairs if (key := f"{a}|{b}")]
+    point, ci = rly.get_interval_estimates(
+        pair_scores,
+        metrics.probability_of_improvement,
+        reps=config.rliable_reps,
+        confidence_interval_size=config.confidence,
+        random_state=np.random.RandomState(config.seed),
+    )
+    rows = [
+        [a, b, k, *(float(np.ravel(x)[0]) for x in (point[key], ci[key][0], ci[key][1]))]
+        for a, b in pairs
+        if (key := f"{a}|{b}")
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -90,8 +116,9 @@ def _profiles(scores: dict, config: ReportConfig):
     saved = np.random.get_state()
     np.random.seed(config.seed)
     try:
-        return rly.create_performance_profile(scores, TAUS, reps=config.rliable_reps,
-                                              confidence_interval_size=config.confidence)
+        return rly.create_performance_profile(
+            scores, TAUS, reps=config.rliable_reps, confidence_interval_size=config.confidence
+        )
     finally:
         np.random.set_state(saved)
 
@@ -103,10 +130,12 @@ def rliable_summary(data: ReportData, pairs, config: ReportConfig) -> RliableSum
         return RliableSummary(pd.DataFrame(), pd.DataFrame(), {}, {}, None)
     with warnings.catch_warnings():  # rliable passes arch a deprecated `random_state`
         warnings.simplefilter("ignore", FutureWarning)
-        aggs = [_aggregates(s, k, config) for k in sorted({int(ks[0]), int(ks[-1])})
-                if (s := score_matrices(data, k)[0])]
+        aggs = [
+            _aggregates(s, k, config) for k in sorted({int(ks[0]), int(ks[-1])}) if (s := score_matrices(data, k)[0])
+        ]
         scores, _ = score_matrices(data, int(ks[0]))
         improvement = _improvement(scores, pairs, int(ks[0]), config)
         profiles, cis = _profiles(scores, config) if scores else ({}, {})
-    return RliableSummary(pd.concat(aggs, ignore_index=True) if aggs else pd.DataFrame(), improvement,
-                          profiles, cis, int(ks[0]))
+    return RliableSummary(
+        pd.concat(aggs, ignore_index=True) if aggs else pd.DataFrame(), improvement, profiles, cis, int(ks[0])
+    )

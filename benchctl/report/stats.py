@@ -23,8 +23,7 @@ from statsmodels.stats.multitest import multipletests
 from benchctl.report.config import ReportConfig
 from benchctl.report.load import ReportData
 
-PHASES = ("time/rollout", "time/reward", "time/advantage", "time/logprobs", "time/update", "time/sync",
-          "time/eval")
+PHASES = ("time/rollout", "time/reward", "time/advantage", "time/logprobs", "time/update", "time/sync", "time/eval")
 
 
 def _with_runs(data: ReportData, cols: list[str]) -> pd.DataFrame:
@@ -43,8 +42,15 @@ def _ci(values: np.ndarray, config: ReportConfig) -> tuple[float, float]:
         return np.nan, np.nan
     if np.all(values == values[0]):
         return float(values[0]), float(values[0])
-    res = stats.bootstrap((values,), np.mean, n_resamples=config.resamples, confidence_level=config.confidence,
-                          method="percentile", vectorized=True, random_state=config.seed)
+    res = stats.bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=config.resamples,
+        confidence_level=config.confidence,
+        method="percentile",
+        vectorized=True,
+        random_state=config.seed,
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -54,15 +60,26 @@ def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     frame = _with_runs(data, ["arm", "seed"])
     for (arm, task, k), part in frame.groupby(["arm", "eval_task", "k"], sort=True):
         wide = seed_matrix(part)
-        per_problem = wide.mean(axis=1).to_numpy()                                # (P,)
-        per_seed = wide.mean(axis=0).to_numpy()                                   # (S,)
+        per_problem = wide.mean(axis=1).to_numpy()  # (P,)
+        per_seed = wide.mean(axis=0).to_numpy()  # (S,)
         low, high = _ci(per_problem, config)
-        rows.append({"arm": arm, "eval_task": task, "k": int(k), "pass_at_k": float(per_problem.mean()),
-                     "low": low, "high": high, "seeds": wide.shape[1], "runs": part["run_id"].nunique(),
-                     "seed_std": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else np.nan,
-                     "problems": wide.shape[0]})
-    return pd.DataFrame(rows, columns=["arm", "eval_task", "k", "pass_at_k", "low", "high", "seeds", "runs",
-                                       "seed_std", "problems"])
+        rows.append(
+            {
+                "arm": arm,
+                "eval_task": task,
+                "k": int(k),
+                "pass_at_k": float(per_problem.mean()),
+                "low": low,
+                "high": high,
+                "seeds": wide.shape[1],
+                "runs": part["run_id"].nunique(),
+                "seed_std": float(per_seed.std(ddof=1)) if len(per_seed) > 1 else np.nan,
+                "problems": wide.shape[0],
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["arm", "eval_task", "k", "pass_at_k", "low", "high", "seeds", "runs", "seed_std", "problems"]
+    )
 
 
 def baseline_pairs(data: ReportData, baseline: str | None) -> list[tuple[str, str]]:
@@ -89,8 +106,11 @@ def baseline_pairs(data: ReportData, baseline: str | None) -> list[tuple[str, st
         if len(bases) == 1:
             pairs.append((arm, next(iter(bases))))
         elif is_base.any():
-            _note(data, f"{arm}: {len(bases)} baseline arms share its context ({', '.join(sorted(bases)) or 'none'}); "
-                        "not compared")
+            _note(
+                data,
+                f"{arm}: {len(bases)} baseline arms share its context ({', '.join(sorted(bases)) or 'none'}); "
+                "not compared",
+            )
     return pairs
 
 
@@ -109,9 +129,16 @@ def paired_difference(arm: np.ndarray, base: np.ndarray, config: ReportConfig) -
     diff = float(np.mean(arm - base))
     if len(arm) < 2 or np.all(arm - base == diff):
         return diff, diff if len(arm) else np.nan, diff if len(arm) else np.nan, 1.0 if diff == 0 else np.nan
-    res = stats.bootstrap((arm, base), lambda a, b, axis: np.mean(a - b, axis=axis), paired=True,
-                          vectorized=True, n_resamples=config.resamples, confidence_level=config.confidence,
-                          method="percentile", random_state=config.seed)
+    res = stats.bootstrap(
+        (arm, base),
+        lambda a, b, axis: np.mean(a - b, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=config.resamples,
+        confidence_level=config.confidence,
+        method="percentile",
+        random_state=config.seed,
+    )
     ci = res.confidence_interval
     return diff, float(ci.low), float(ci.high), _pvalue(res.bootstrap_distribution)
 
@@ -124,12 +151,25 @@ def _compare_one(frame: pd.DataFrame, arm: str, base: str, config: ReportConfig)
         probs = a.index.intersection(b.index)
         if not seeds or len(probs) == 0:
             continue
-        av = a.loc[probs, seeds].mean(axis=1).to_numpy()                         # (P,)
-        bv = b.loc[probs, seeds].mean(axis=1).to_numpy()                         # (P,)
+        av = a.loc[probs, seeds].mean(axis=1).to_numpy()  # (P,)
+        bv = b.loc[probs, seeds].mean(axis=1).to_numpy()  # (P,)
         diff, low, high, p = paired_difference(av, bv, config)
-        rows.append({"arm": arm, "baseline": base, "eval_task": task, "k": int(k), "arm_pass_at_k": av.mean(),
-                     "baseline_pass_at_k": bv.mean(), "diff": diff, "low": low, "high": high, "p_value": p,
-                     "seeds": len(seeds), "problems": len(probs)})
+        rows.append(
+            {
+                "arm": arm,
+                "baseline": base,
+                "eval_task": task,
+                "k": int(k),
+                "arm_pass_at_k": av.mean(),
+                "baseline_pass_at_k": bv.mean(),
+                "diff": diff,
+                "low": low,
+                "high": high,
+                "p_value": p,
+                "seeds": len(seeds),
+                "problems": len(probs),
+            }
+        )
     return rows
 
 
@@ -137,8 +177,22 @@ def comparisons_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     """Paired differences to the baseline for every (arm, task, k), Holm-corrected over all of them."""
     frame = _with_runs(data, ["arm", "seed"])
     rows = [r for arm, base in baseline_pairs(data, config.baseline) for r in _compare_one(frame, arm, base, config)]
-    cols = ["arm", "baseline", "eval_task", "k", "arm_pass_at_k", "baseline_pass_at_k", "diff", "low", "high",
-            "p_value", "p_holm", "significant", "seeds", "problems"]
+    cols = [
+        "arm",
+        "baseline",
+        "eval_task",
+        "k",
+        "arm_pass_at_k",
+        "baseline_pass_at_k",
+        "diff",
+        "low",
+        "high",
+        "p_value",
+        "p_holm",
+        "significant",
+        "seeds",
+        "problems",
+    ]
     table = pd.DataFrame(rows, columns=[c for c in cols if c not in ("p_holm", "significant")])
     ok = table["p_value"].notna().to_numpy()
     table["p_holm"], table["significant"] = np.nan, False

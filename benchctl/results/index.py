@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 
 from benchctl.errors import BenchctlError
 from benchctl.results.runinfo import RunRef, config_columns, read_run_config
-from benchctl.results.train_run import TRAIN_KIND
 from benchctl.results.store import write_table
+from benchctl.results.train_run import TRAIN_KIND
 
 INDEX_FILE = "index.parquet"
 INDEX_COLUMNS = ("run", "model", "task", "estimator", "estimator_label", "recipe", "group_size", "seed")
@@ -30,8 +30,9 @@ STATUSES = ("pending", "running", "done", "failed")
 _TYPES = {"group_size": pa.int64(), "seed": pa.int64()}
 
 
-def index_row(results_dir: Path, run: Path, config: Mapping[str, Any], status: str,
-              reason: str | None = None) -> dict[str, Any]:
+def index_row(
+    results_dir: Path, run: Path, config: Mapping[str, Any], status: str, reason: str | None = None
+) -> dict[str, Any]:
     """One index row for `run` from its flat config values ({"model": ..., "estimator_params": {...}, ...})."""
     if status not in STATUSES:
         raise BenchctlError(f"index status {status!r}; choose one of: {', '.join(STATUSES)}")
@@ -53,8 +54,11 @@ def _column(name: str, values: list) -> pa.Array:
     present = [v for v in values if v is not None]
     if name.startswith("est.") and present and all(isinstance(v, bool) for v in present):
         return pa.array(values, pa.bool_())
-    if name.startswith("est.") and present and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                    for v in present):
+    if (
+        name.startswith("est.")
+        and present
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present)
+    ):
         return pa.array([None if v is None else float(v) for v in values], pa.float64())
     return pa.array([None if v is None else str(v) for v in values], pa.string())
 

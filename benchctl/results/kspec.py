@@ -26,8 +26,9 @@ def _item(text: str) -> list[int]:
         raise BenchctlError(f"--k item {text!r} is neither an integer nor a range a..b; {_HINT}")
     low, high = int(match.group(1)), int(match.group(2))
     if not (_is_pow2(low) and _is_pow2(high)) or low > high:
-        raise BenchctlError(f"--k range {text!r} needs powers of two a <= b (it lists the powers of two "
-                            f"from a to b); {_HINT}")
+        raise BenchctlError(
+            f"--k range {text!r} needs powers of two a <= b (it lists the powers of two from a to b); {_HINT}"
+        )
     return [1 << e for e in range(low.bit_length() - 1, high.bit_length())]
 
 

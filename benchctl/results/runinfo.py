@@ -58,8 +58,7 @@ def read_run_config(folder: Path) -> RunConfig:
     folder = Path(folder)
     data = _load(folder / "config.json")
     if data is None or data.get("kind") not in KINDS:
-        raise BenchctlError(f"{folder} is not a benchctl run folder (no config.json with kind "
-                            f"{' or '.join(KINDS)})")
+        raise BenchctlError(f"{folder} is not a benchctl run folder (no config.json with kind {' or '.join(KINDS)})")
     record = data.get("config") or {}
     values = {k: v.get("value") if isinstance(v, dict) else v for k, v in record.items()}
     sources = {k: v.get("source", "?") if isinstance(v, dict) else "?" for k, v in record.items()}
@@ -137,8 +136,9 @@ def find_runs(paths: Iterable[Path | str]) -> list[RunRef]:
         else:
             found = [_ref(p) for p in _walk_runs(path)]
             if not found:
-                raise BenchctlError(f"{path} holds no run folder (config.json with kind {' or '.join(KINDS)}) "
-                                    "and no index.parquet")
+                raise BenchctlError(
+                    f"{path} holds no run folder (config.json with kind {' or '.join(KINDS)}) and no index.parquet"
+                )
         for ref in found:
             refs.setdefault(ref.path.resolve(), ref)
     return list(refs.values())

@@ -98,8 +98,10 @@ class SampleParts:
             try:
                 yield pq.read_table(path, columns=columns)
             except (pa.ArrowInvalid, OSError) as exc:
-                raise BenchctlError(f"sample part {path} is unreadable ({type(exc).__name__}); delete it and rerun "
-                                    "to resample its problems") from None
+                raise BenchctlError(
+                    f"sample part {path} is unreadable ({type(exc).__name__}); delete it and rerun "
+                    "to resample its problems"
+                ) from None
 
 
 def prepare_run_dir(out: Path, config_json: dict, identity: dict, overwrite: bool) -> None:
@@ -114,8 +116,9 @@ def prepare_run_dir(out: Path, config_json: dict, identity: dict, overwrite: boo
     if out.exists() and any(out.iterdir()):
         stored = _read_config(cfg_path)
         if stored is None:
-            raise BenchctlError(f"--out {out} exists and is not a benchctl eval run dir (no readable config.json); "
-                                "choose another --out")
+            raise BenchctlError(
+                f"--out {out} exists and is not a benchctl eval run dir (no readable config.json); choose another --out"
+            )
         try:
             _check_identity(out, stored.get("identity", {}), identity)
         except BenchctlError:
@@ -135,8 +138,13 @@ def _read_config(path: Path) -> dict | None:
 
 
 def _check_identity(out: Path, stored: dict, now: dict) -> None:
-    changed = [f"{k}={stored.get(k)!r} (now {now.get(k)!r})" for k in sorted(set(stored) | set(now))
-               if stored.get(k) != now.get(k)]
+    changed = [
+        f"{k}={stored.get(k)!r} (now {now.get(k)!r})"
+        for k in sorted(set(stored) | set(now))
+        if stored.get(k) != now.get(k)
+    ]
     if changed:
-        raise BenchctlError(f"{out} holds samples made with a different sampling config: {'; '.join(changed)}; "
-                            "pass --overwrite to discard them, or choose another --out")
+        raise BenchctlError(
+            f"{out} holds samples made with a different sampling config: {'; '.join(changed)}; "
+            "pass --overwrite to discard them, or choose another --out"
+        )

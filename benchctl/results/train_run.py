@@ -34,34 +34,86 @@ from benchctl.results.store import write_atomic, write_json, write_table
 TRAIN_KIND = "benchctl-train-run"
 METRICS_FILE = "train_metrics.parquet"
 CONFIG_KEYS = (
-    "model", "task", "estimator", "estimator_params", "estimator_label", "recipe", "group_size",
-    "prompts_per_step", "steps", "lr", "loss_agg", "clip_low", "clip_high", "kl_coef", "seed", "max_tokens",
+    "model",
+    "task",
+    "estimator",
+    "estimator_params",
+    "estimator_label",
+    "recipe",
+    "group_size",
+    "prompts_per_step",
+    "steps",
+    "lr",
+    "loss_agg",
+    "clip_low",
+    "clip_high",
+    "kl_coef",
+    "seed",
+    "max_tokens",
     "temperature",
 )
 METRIC_COLUMNS = (
-    "reward/mean", "reward/std", "acr/all", "acr/all_wrong", "acr/all_correct",
-    "adv/pos_sum", "adv/neg_sum", "adv/min", "adv/max", "policy/entropy", "policy/kl", "policy/clip_low",
-    "policy/clip_high", "policy/grad_norm", "loss/total", "response/length_mean", "response/truncated",
-    "logprob/engine_gap", "time/rollout", "time/reward", "time/advantage", "time/logprobs", "time/update",
-    "time/sync", "time/eval", "time/step", "rollout/tokens", "rollout/tokens_total", "rollout/samples_total",
+    "reward/mean",
+    "reward/std",
+    "acr/all",
+    "acr/all_wrong",
+    "acr/all_correct",
+    "adv/pos_sum",
+    "adv/neg_sum",
+    "adv/min",
+    "adv/max",
+    "policy/entropy",
+    "policy/kl",
+    "policy/clip_low",
+    "policy/clip_high",
+    "policy/grad_norm",
+    "loss/total",
+    "response/length_mean",
+    "response/truncated",
+    "logprob/engine_gap",
+    "time/rollout",
+    "time/reward",
+    "time/advantage",
+    "time/logprobs",
+    "time/update",
+    "time/sync",
+    "time/eval",
+    "time/step",
+    "rollout/tokens",
+    "rollout/tokens_total",
+    "rollout/samples_total",
 )  # documented order; `est/<name>` diagnostics go after `acr/*`, any other column at the end
-ROLLOUT_SCHEMA = pa.schema([
-    ("step", pa.int64()), ("group", pa.int32()), ("sample", pa.int32()), ("problem_id", pa.string()),
-    ("reward", pa.float64()), ("advantage", pa.float64()), ("num_tokens", pa.int32()),
-    ("finish_reason", pa.string()), ("completion", pa.string()),
-])
+ROLLOUT_SCHEMA = pa.schema(
+    [
+        ("step", pa.int64()),
+        ("group", pa.int32()),
+        ("sample", pa.int32()),
+        ("problem_id", pa.string()),
+        ("reward", pa.float64()),
+        ("advantage", pa.float64()),
+        ("num_tokens", pa.int32()),
+        ("finish_reason", pa.string()),
+        ("completion", pa.string()),
+    ]
+)
 _PART = re.compile(r"part-(\d{5,})\.parquet")
 
 
 # ---- metrics ------------------------------------------------------------------------------------------------
+
 
 def _metric_order(names: Sequence[str]) -> list[str]:
     known = [c for c in METRIC_COLUMNS if c in names]
     est = sorted(c for c in names if c.startswith("est/"))
     rest = [c for c in names if c not in known and c not in est and c != "step"]
     cut = METRIC_COLUMNS.index("adv/pos_sum")
-    return ["step"] + [c for c in known if METRIC_COLUMNS.index(c) < cut] + est + \
-        [c for c in known if METRIC_COLUMNS.index(c) >= cut] + rest
+    return (
+        ["step"]
+        + [c for c in known if METRIC_COLUMNS.index(c) < cut]
+        + est
+        + [c for c in known if METRIC_COLUMNS.index(c) >= cut]
+        + rest
+    )
 
 
 def metrics_table(rows: Sequence[Mapping[str, float]]) -> pa.Table:
@@ -105,25 +157,38 @@ def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
 
 # ---- rollouts -----------------------------------------------------------------------------------------------
 
-def rollout_table(step: int, problem_ids: Sequence[str], rewards, advantages, num_tokens,
-                  finish_reasons: Sequence[str], completions: Sequence[str]) -> pa.Table:
+
+def rollout_table(
+    step: int,
+    problem_ids: Sequence[str],
+    rewards,
+    advantages,
+    num_tokens,
+    finish_reasons: Sequence[str],
+    completions: Sequence[str],
+) -> pa.Table:
     """One step's rollouts in `ROLLOUT_SCHEMA` from (P, G)-shaped arrays/lists (group p = problem_ids[p]);
     finish_reasons / completions are (P, G) nested lists or flat lists of P*G in row-major order."""
-    r = np.asarray(rewards, dtype=np.float64)                                     # (P, G)
+    r = np.asarray(rewards, dtype=np.float64)  # (P, G)
     if r.ndim != 2 or len(problem_ids) != r.shape[0]:
         raise BenchctlError(f"rewards must be (P, G) with P = len(problem_ids); got {r.shape}, {len(problem_ids)}")
     P, G = r.shape
-    a = np.asarray(advantages, dtype=np.float64).reshape(P, G)                    # (P, G)
-    toks = np.asarray(num_tokens, dtype=np.int64).reshape(P, G)                   # (P, G)
+    a = np.asarray(advantages, dtype=np.float64).reshape(P, G)  # (P, G)
+    toks = np.asarray(num_tokens, dtype=np.int64).reshape(P, G)  # (P, G)
     flat = lambda x: [v for row in x for v in row] if x and isinstance(x[0], (list, tuple)) else list(x)  # noqa: E731
     reasons, texts = flat(finish_reasons), flat(completions)
     if len(reasons) != P * G or len(texts) != P * G:
         raise BenchctlError(f"finish_reasons and completions need P*G = {P * G} entries")
     cols = {
-        "step": np.full(P * G, step, np.int64), "group": np.repeat(np.arange(P, dtype=np.int32), G),
-        "sample": np.tile(np.arange(G, dtype=np.int32), P), "problem_id": np.repeat(np.asarray(problem_ids), G),
-        "reward": r.reshape(-1), "advantage": a.reshape(-1), "num_tokens": toks.reshape(-1),
-        "finish_reason": reasons, "completion": texts,
+        "step": np.full(P * G, step, np.int64),
+        "group": np.repeat(np.arange(P, dtype=np.int32), G),
+        "sample": np.tile(np.arange(G, dtype=np.int32), P),
+        "problem_id": np.repeat(np.asarray(problem_ids), G),
+        "reward": r.reshape(-1),
+        "advantage": a.reshape(-1),
+        "num_tokens": toks.reshape(-1),
+        "finish_reason": reasons,
+        "completion": texts,
     }
     return pa.table({k: pa.array(v, ROLLOUT_SCHEMA.field(k).type) for k, v in cols.items()}, schema=ROLLOUT_SCHEMA)
 
@@ -139,8 +204,9 @@ def write_rollouts(run: Path, step: int, table: pa.Table) -> Path:
 
 def rollout_parts(run: Path) -> list[tuple[int, Path]]:
     """[(step, part path)] in step order."""
-    found = [(int(m.group(1)), p) for p in (Path(run) / "rollouts").glob("part-*.parquet")
-             if (m := _PART.fullmatch(p.name))]
+    found = [
+        (int(m.group(1)), p) for p in (Path(run) / "rollouts").glob("part-*.parquet") if (m := _PART.fullmatch(p.name))
+    ]
     return sorted(found)
 
 
@@ -162,6 +228,7 @@ def read_rollouts(run: Path, columns: list[str] | None = None) -> pa.Table:
 
 
 # ---- checkpoints, evals, resume ----------------------------------------------------------------------------
+
 
 def checkpoint_dir(run: Path, step: int) -> Path:
     """RUN/checkpoints/step-NNNNNN."""
@@ -193,8 +260,11 @@ def eval_dir(run: Path, step: int | None = None) -> Path:
 def list_evals(run: Path) -> list[tuple[int | None, Path]]:
     """[(step, folder)] of the run's evals holding a config.json, step order, `final` (step None) last."""
     root = Path(run) / "eval"
-    steps = sorted((int(m.group(1)), p) for p in root.glob("step-*")
-                   if (m := re.fullmatch(r"step-(\d+)", p.name)) and (p / "config.json").is_file())
+    steps = sorted(
+        (int(m.group(1)), p)
+        for p in root.glob("step-*")
+        if (m := re.fullmatch(r"step-(\d+)", p.name)) and (p / "config.json").is_file()
+    )
     final = [(None, root / "final")] if (root / "final" / "config.json").is_file() else []
     return steps + final
 
@@ -212,6 +282,7 @@ def truncate_after(run: Path, step: int) -> None:
 
 
 # ---- run folder life cycle (the trainer's side) -------------------------------------------------------------
+
 
 def create_run(run: Path, record: Mapping[str, Mapping]) -> None:
     """Start RUN/config.json; an existing non-empty folder is refused and left untouched."""

@@ -1,15 +1,14 @@
 """Benchmark tasks: registry, problems, prompts, extraction and grading.
 
-    from benchctl.tasks import get_task, list_tasks, register_task
-    task = get_task("math500"); problems = task.load(data_dir="shared/benchmarks", limit=10)
-    verdicts = task.grade([(problems[0], completion)])
+from benchctl.tasks import get_task, list_tasks, register_task
+task = get_task("math500"); problems = task.load(data_dir="shared/benchmarks", limit=10)
+verdicts = task.grade([(problems[0], completion)])
 """
-
-from benchctl.tasks.base import DATA_DIR_ENV, Problem, Task, get_task, list_tasks, register_task
 
 # Importing the modules registers the built-in tasks.
 from benchctl.tasks import arith as _arith  # noqa: E402,F401
 from benchctl.tasks import math_tasks as _math_tasks  # noqa: E402,F401
 from benchctl.tasks import mbpp as _mbpp  # noqa: E402,F401
+from benchctl.tasks.base import DATA_DIR_ENV, Problem, Task, get_task, list_tasks, register_task
 
 __all__ = ["DATA_DIR_ENV", "Problem", "Task", "get_task", "list_tasks", "register_task"]

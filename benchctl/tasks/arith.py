@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from benchctl.errors import BenchctlError, check_range
 from benchctl.grading.math_extract import last_boxed, leading_integer

@@ -13,9 +13,10 @@ from __future__ import annotations
 import abc
 import inspect
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from benchctl.errors import BenchctlError, UnknownNameError
 from benchctl.grading.verdict import Verdict

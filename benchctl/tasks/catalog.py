@@ -27,8 +27,16 @@ def summarize(name: str, data_dir: Path | str | None = None) -> TaskSummary:
     task = get_task(name)
     path = local_path(task.local_file, data_dir)
     source = "generated" if task.local_file is None else ("local" if path else "known")
-    return TaskSummary(task.name, task.kind, task.size(data_dir), source, task.hub_id or "-",
-                       task.local_file or "-", str(path or ""), task.description)
+    return TaskSummary(
+        task.name,
+        task.kind,
+        task.size(data_dir),
+        source,
+        task.hub_id or "-",
+        task.local_file or "-",
+        str(path or ""),
+        task.description,
+    )
 
 
 def describe_tasks(data_dir: Path | str | None = None) -> list[TaskSummary]:

@@ -14,8 +14,9 @@ by step, and put your final answer within \\boxed{}." as one user turn; `prompt_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from benchctl.errors import BenchctlError
 from benchctl.grading.verdict import Verdict
@@ -24,8 +25,15 @@ from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, Task, local_path, regi
 from benchctl.tasks.sources import HubSource
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
-HENDRYCKS_CONFIGS = ("algebra", "counting_and_probability", "geometry", "intermediate_algebra", "number_theory",
-                     "prealgebra", "precalculus")
+HENDRYCKS_CONFIGS = (
+    "algebra",
+    "counting_and_probability",
+    "geometry",
+    "intermediate_algebra",
+    "number_theory",
+    "prealgebra",
+    "precalculus",
+)
 
 
 class MathTask(Task):
@@ -82,8 +90,9 @@ def load_rows(task: Task, data_dir: Path | str | None, limit: int | None) -> lis
         return rows if limit is None else rows[:limit]
     path = local_path(task.local_file, root)
     if path is None:
-        raise BenchctlError(f"{root / str(task.local_file)} not found; put {task.local_file} in the data dir "
-                            f"or pass another --data-dir")
+        raise BenchctlError(
+            f"{root / str(task.local_file)} not found; put {task.local_file} in the data dir or pass another --data-dir"
+        )
     return sources.read_jsonl(path, limit)
 
 

@@ -11,8 +11,8 @@ adds the 11 tasks' challenge tests).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from benchctl.errors import BenchctlError
 from benchctl.grading.verdict import Verdict
@@ -42,8 +42,10 @@ class Mbpp(Task):
         every = self._rows(data_dir)
         rows = [r for r in every if self.split == "all" or r.get("split") == self.split]
         if every and not rows:
-            raise BenchctlError(f"no mbpp row has split {self.split!r} (rows need a 'split' field: "
-                                f"{', '.join(s for s in SPLITS if s != 'all')})")
+            raise BenchctlError(
+                f"no mbpp row has split {self.split!r} (rows need a 'split' field: "
+                f"{', '.join(s for s in SPLITS if s != 'all')})"
+            )
         return [self._problem(r) for r in (rows if limit is None else rows[:limit])]
 
     def _rows(self, data_dir: Path | str | None) -> list[dict]:
@@ -78,9 +80,11 @@ class Mbpp(Task):
 
     def prompt_text(self, problem: Problem) -> str:
         tests = "\n".join(problem.meta.get("test_list") or [])
-        return (f"You are an expert Python programmer, and here is your task: {problem.question.strip()} "
-                f"Your code should pass these tests:\n\n{tests}\n\n"
-                "Write your solution in a single ```python code block.")
+        return (
+            f"You are an expert Python programmer, and here is your task: {problem.question.strip()} "
+            f"Your code should pass these tests:\n\n{tests}\n\n"
+            "Write your solution in a single ```python code block."
+        )
 
     def extract(self, completion: str) -> str | None:
         from benchctl.grading.code import extract_code

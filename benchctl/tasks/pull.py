@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from benchctl.errors import BenchctlError
 from benchctl.tasks.base import Task, get_task, list_tasks
@@ -61,8 +61,10 @@ def pull(names: Sequence[str] | None, out: Path | str, mirror: Path | str | None
         try:
             rows = task.hub_rows(None if mirror is None else Path(mirror))  # type: ignore[attr-defined]
         except HubUnreachableError:
-            raise BenchctlError(f"cannot reach the Hugging Face hub to pull task {task.name} ({task.hub_id}); check "
-                                "the network, or pass --from DIR with local snapshots of the datasets") from None
+            raise BenchctlError(
+                f"cannot reach the Hugging Face hub to pull task {task.name} ({task.hub_id}); check "
+                "the network, or pass --from DIR with local snapshots of the datasets"
+            ) from None
         if not rows:
             raise BenchctlError(f"the hub dataset of task {task.name} ({task.hub_id}) has no rows")
         path = out / str(task.local_file)

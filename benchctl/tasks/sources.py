@@ -15,9 +15,10 @@ import json
 import os
 import re
 import socket
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import urlparse
 
 from benchctl.errors import BenchctlError
@@ -85,10 +86,13 @@ def load_hub(source: HubSource, task_name: str, local_file: str | None, mirror: 
     hint = f"pass --data-dir DIR (or set {DATA_DIR_ENV}) with {local_file}" if local_file else "check the network"
     dataset = source.dataset if mirror is None else str(Path(mirror) / source.dataset)
     if mirror is not None and not Path(dataset).is_dir():
-        raise BenchctlError(f"{dataset} not found: the mirror needs a snapshot of {source.dataset} for task {task_name}")
+        raise BenchctlError(
+            f"{dataset} not found: the mirror needs a snapshot of {source.dataset} for task {task_name}"
+        )
     if mirror is None and not os.environ.get("HF_DATASETS_OFFLINE") and not _hub_resolves():
-        raise HubUnreachableError(f"cannot reach the Hugging Face hub to load {source.dataset} for task {task_name}; "
-                                  f"{hint}")
+        raise HubUnreachableError(
+            f"cannot reach the Hugging Face hub to load {source.dataset} for task {task_name}; {hint}"
+        )
     try:
         import datasets
 
@@ -101,7 +105,9 @@ def load_hub(source: HubSource, task_name: str, local_file: str | None, mirror: 
         raise
     except Exception as exc:  # noqa: BLE001 - network/cache/format errors of any kind become one line
         why = " ".join(str(exc).split())[:160]
-        raise BenchctlError(f"cannot load {dataset} for task {task_name} ({type(exc).__name__}: {why}); {hint}")
+        raise BenchctlError(
+            f"cannot load {dataset} for task {task_name} ({type(exc).__name__}: {why}); {hint}"
+        ) from exc
 
 
 def _hub_resolves(timeout: float = 3.0) -> bool:
@@ -167,9 +173,14 @@ def map_olympiad(row: Row, index: int) -> Row:
     answer = re.sub(r"\$\s*,\s*\$", ", ", answer)
     keep = ("answer_type", "is_multiple_answer", "unit", "error", "final_answer")
     solution = row.get("solution") or []
-    return {"id": f"olympiadbench-{row['id']}", "problem": row["question"], "answer": answer,
-            "solution": "\n\n".join(solution) if isinstance(solution, list) else solution,
-            "subject": row.get("subfield"), **{k: row.get(k) for k in keep}}
+    return {
+        "id": f"olympiadbench-{row['id']}",
+        "problem": row["question"],
+        "answer": answer,
+        "solution": "\n\n".join(solution) if isinstance(solution, list) else solution,
+        "subject": row.get("subfield"),
+        **{k: row.get(k) for k in keep},
+    }
 
 
 def map_gsm8k(row: Row, index: int) -> Row:
@@ -179,14 +190,25 @@ def map_gsm8k(row: Row, index: int) -> Row:
 
 def map_hendrycks(row: Row, index: int) -> Row:
     level = re.fullmatch(r"Level (\d)", str(row.get("level", "")))
-    return {"id": f"train/{index}", "problem": row["problem"], "answer": last_boxed(row["solution"]) or "",
-            "solution": row["solution"], "subject": row.get("type"), "level": int(level.group(1)) if level else None}
+    return {
+        "id": f"train/{index}",
+        "problem": row["problem"],
+        "answer": last_boxed(row["solution"]) or "",
+        "solution": row["solution"],
+        "subject": row.get("type"),
+        "level": int(level.group(1)) if level else None,
+    }
 
 
 def map_mbpp(row: Row, index: int) -> Row:
-    return {"id": str(row["task_id"]), "prompt": row["text"], "code": row["code"], "test_list": list(row["test_list"]),
-            "test_setup_code": row.get("test_setup_code") or "",
-            "challenge_test_list": list(row.get("challenge_test_list") or [])}
+    return {
+        "id": str(row["task_id"]),
+        "prompt": row["text"],
+        "code": row["code"],
+        "test_list": list(row["test_list"]),
+        "test_setup_code": row.get("test_setup_code") or "",
+        "challenge_test_list": list(row.get("challenge_test_list") or []),
+    }
 
 
 def map_rows(mapper: Callable[[Row, int], Row], rows: Iterable[Row]) -> list[Row]:

@@ -1,7 +1,7 @@
 """The RLVR trainer behind `benchctl train` (loop: `benchctl.trainers.loop`; config: `.config`).
 
-    from benchctl.trainers import TrainConfig, build_config, train
-    result = train(build_config(flag_values={"estimator": "avspo", "steps": 20}))
+from benchctl.trainers import TrainConfig, build_config, train
+result = train(build_config(flag_values={"estimator": "avspo", "steps": 20}))
 """
 
 from benchctl.trainers.config import RECIPES, TrainConfig, build_config

@@ -1,8 +1,8 @@
 """Checkpoints with everything an exact resume needs, written atomically (`benchctl.results.train_run`).
 
-    step-N/model/       the policy as an HF folder (config, safetensors, tokenizer files), loadable by vLLM
-    step-N/trainer.pt   optimizer, scheduler and RNG states (torch, numpy, python)
-    step-N/state.json   TrainState (step, data position, counters, every metrics row so far), estimator state
+step-N/model/       the policy as an HF folder (config, safetensors, tokenizer files), loadable by vLLM
+step-N/trainer.pt   optimizer, scheduler and RNG states (torch, numpy, python)
+step-N/state.json   TrainState (step, data position, counters, every metrics row so far), estimator state
 """
 
 from __future__ import annotations
@@ -42,12 +42,19 @@ def save(run: Path, state, *, model, source: str, optimizer, scheduler, estimato
     """Write checkpoint `state.step` into a scratch folder, then rename it into place and move `latest`."""
     scratch = train_run.checkpoint_scratch(run, state.step)
     export_model(model, source, scratch / "model")
-    torch.save({
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
-        "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
-    }, scratch / "trainer.pt")
+    torch.save(
+        {
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": np.random.get_state(),
+                "python": random.getstate(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            },
+        },
+        scratch / "trainer.pt",
+    )
     body = {"train_state": dataclasses.asdict(state), "estimator": estimator.state_dict()}
     (scratch / "state.json").write_text(json.dumps(body, default=float) + "\n")
     return train_run.commit_checkpoint(run, scratch, state.step)

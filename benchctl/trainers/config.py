@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from benchctl.errors import BenchctlError, check_range
 
@@ -21,14 +22,32 @@ DEVICES = ("auto", "cpu", "cuda")
 
 # Spec §6: what each recipe sets.  A later source (file, flag) still overrides a recipe value.
 RECIPES: dict[str, dict[str, Any]] = {
-    "dapo": {"estimator": "grpo", "loss_agg": "token-mean", "clip_low": 0.2, "clip_high": 0.28,
-             "dynamic_sampling": True, "kl_coef": 0.0},
+    "dapo": {
+        "estimator": "grpo",
+        "loss_agg": "token-mean",
+        "clip_low": 0.2,
+        "clip_high": 0.28,
+        "dynamic_sampling": True,
+        "kl_coef": 0.0,
+    },
     "dr_grpo": {"estimator": "dr_grpo", "loss_agg": "seq-mean-token-sum-norm"},
     "gspo": {"ratio": "sequence", "clip_low": 3e-4, "clip_high": 4e-4},
 }
 # Run settings a resumed run may change (more steps, other eval/save cadence); every other key must match.
-RESUMABLE_CHANGES = ("steps", "token_budget", "eval_every", "eval_task", "eval_n", "eval_k", "eval_limit",
-                     "save_every", "resume", "out", "progress", "threads")
+RESUMABLE_CHANGES = (
+    "steps",
+    "token_budget",
+    "eval_every",
+    "eval_task",
+    "eval_n",
+    "eval_k",
+    "eval_limit",
+    "save_every",
+    "resume",
+    "out",
+    "progress",
+    "threads",
+)
 
 
 def _f(default, help_text: str, **kw):
@@ -107,8 +126,9 @@ def field_names() -> list[str]:
     return [f.name for f in dataclasses.fields(TrainConfig) if f.name != "sources"]
 
 
-def build_config(file_values: Mapping[str, Any] | None = None, flag_values: Mapping[str, Any] | None = None
-                 ) -> TrainConfig:
+def build_config(
+    file_values: Mapping[str, Any] | None = None, flag_values: Mapping[str, Any] | None = None
+) -> TrainConfig:
     """defaults < recipe < file < flags -> a validated TrainConfig with a source per key.
 
     With `resume`, the run's stored config is the base instead, and only `RESUMABLE_CHANGES` may differ from it.
@@ -145,11 +165,16 @@ def _resumed_config(run: str, given: dict[str, Any]) -> TrainConfig:
     stored = read_config(Path(run))
     values = {k: entry["value"] for k, entry in stored.items() if k in field_names()}
     sources = {k: entry.get("source", "default") for k, entry in stored.items() if k in field_names()}
-    changed = [f"{k}={stored[k]['value']!r} (now {v!r})" for k, v in given.items()
-               if k not in RESUMABLE_CHANGES and k in stored and stored[k]["value"] != v]
+    changed = [
+        f"{k}={stored[k]['value']!r} (now {v!r})"
+        for k, v in given.items()
+        if k not in RESUMABLE_CHANGES and k in stored and stored[k]["value"] != v
+    ]
     if changed:
-        raise BenchctlError(f"--resume {run}: the run was made with {changed[0]}; only "
-                            f"{', '.join(RESUMABLE_CHANGES)} may change on resume")
+        raise BenchctlError(
+            f"--resume {run}: the run was made with {changed[0]}; only "
+            f"{', '.join(RESUMABLE_CHANGES)} may change on resume"
+        )
     for key, value in given.items():
         values[key], sources[key] = value, "flag"
     values["resume"], values["out"] = run, None
@@ -195,8 +220,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
 def validate(cfg: TrainConfig) -> None:
     """Every range and combination check; the estimator is built once here so bad hyperparameters fail early."""
     _check_types(cfg)
-    for name in ("group_size", "prompts_per_step", "steps", "epochs", "mini_batches", "max_sampling_rounds",
-                 "eval_n"):
+    for name in ("group_size", "prompts_per_step", "steps", "epochs", "mini_batches", "max_sampling_rounds", "eval_n"):
         check_range(name, getattr(cfg, name), 1)
     for name in ("warmup_steps", "eval_every", "save_every", "seed", "weight_decay", "max_grad_norm", "kl_coef"):
         check_range(name, getattr(cfg, name), 0)
@@ -242,8 +266,9 @@ def _check_choice(name: str, value: Any, choices: tuple, optional: bool = False)
 def _check_combinations(cfg: TrainConfig) -> None:
     rows = cfg.group_size * cfg.prompts_per_step
     if cfg.mini_batches > rows:
-        raise BenchctlError(f"mini_batches={cfg.mini_batches} exceeds the {rows} rollouts per step "
-                            "(prompts_per_step x group_size)")
+        raise BenchctlError(
+            f"mini_batches={cfg.mini_batches} exceeds the {rows} rollouts per step (prompts_per_step x group_size)"
+        )
     if cfg.dynamic_sampling and cfg.group_size < 2:
         raise BenchctlError("dynamic_sampling needs group_size >= 2 (a group of one is always degenerate)")
     ks = parse_eval_ks(cfg.eval_k)
@@ -272,8 +297,7 @@ def loss_agg(cfg: TrainConfig, estimator) -> str:
 
 def config_record(cfg: TrainConfig, **derived: Any) -> dict:
     """{key: {"value": v, "source": ...}} for every field, plus derived values (source 'derived')."""
-    record = {name: {"value": getattr(cfg, name), "source": cfg.sources.get(name, "default")}
-              for name in field_names()}
+    record = {name: {"value": getattr(cfg, name), "source": cfg.sources.get(name, "default")} for name in field_names()}
     record["estimator_params"]["value"] = dict(cfg.estimator_params)
     record.update({k: {"value": v, "source": "derived"} for k, v in derived.items()})
     return record

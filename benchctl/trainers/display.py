@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 # (column title, metric key, format) shown for the latest steps; the estimator's own `est/*` numbers follow.
 COLUMNS = (
-    ("step", "step", "{:.0f}"), ("reward", "reward/mean", "{:.3f}"), ("acr", "acr/all", "{:.2f}"),
-    ("wrong/right", None, ""), ("adv +/-", None, ""), ("entropy", "policy/entropy", "{:.3f}"),
-    ("kl", "policy/kl", "{:.4f}"), ("clip lo/hi", None, ""), ("|g|", "policy/grad_norm", "{:.3f}"),
-    ("len", "response/length_mean", "{:.1f}"), ("trunc", "response/truncated", "{:.2f}"),
-    ("lp gap", "logprob/engine_gap", "{:.1e}"), ("s/step", "time/step", "{:.2f}"),
+    ("step", "step", "{:.0f}"),
+    ("reward", "reward/mean", "{:.3f}"),
+    ("acr", "acr/all", "{:.2f}"),
+    ("wrong/right", None, ""),
+    ("adv +/-", None, ""),
+    ("entropy", "policy/entropy", "{:.3f}"),
+    ("kl", "policy/kl", "{:.4f}"),
+    ("clip lo/hi", None, ""),
+    ("|g|", "policy/grad_norm", "{:.3f}"),
+    ("len", "response/length_mean", "{:.1f}"),
+    ("trunc", "response/truncated", "{:.2f}"),
+    ("lp gap", "logprob/engine_gap", "{:.1e}"),
+    ("s/step", "time/step", "{:.2f}"),
 )
 
 
@@ -76,7 +84,7 @@ class LiveDisplay(NullDisplay):
             self._live.__exit__(*exc)
 
     def update(self, step: int, metrics: Mapping[str, float]) -> None:
-        self.history = (self.history + [_cells({**metrics, "step": step})])[-self.rows:]
+        self.history = (self.history + [_cells({**metrics, "step": step})])[-self.rows :]
         est = {k[4:]: v for k, v in metrics.items() if k.startswith("est/")}
         self.estimator_line = "  ".join(f"{k}={v:.4g}" for k, v in sorted(est.items()))
         if self._live is not None:
@@ -92,8 +100,12 @@ class LiveDisplay(NullDisplay):
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=f"{self.title}  ({len(self.history) and self.history[-1][0]}/{self.total} steps)",
-                      title_justify="left", expand=False, pad_edge=False)
+        table = Table(
+            title=f"{self.title}  ({len(self.history) and self.history[-1][0]}/{self.total} steps)",
+            title_justify="left",
+            expand=False,
+            pad_edge=False,
+        )
         for title, _, _ in COLUMNS:
             table.add_column(title, justify="right", no_wrap=True)
         for row in self.history:

@@ -32,10 +32,16 @@ from benchctl.results import train_run
 from benchctl.trainers import metrics as M
 from benchctl.trainers.config import TrainConfig, parse_eval_ks
 from benchctl.trainers.losses import active_rows, aggregation_weights, policy_loss, token_entropy
-from benchctl.trainers.policy import (completion_logits, engine_state_dict, gather_logprobs, pack,
-                                      sequence_logprobs, threads)
+from benchctl.trainers.policy import (
+    completion_logits,
+    engine_state_dict,
+    gather_logprobs,
+    pack,
+    sequence_logprobs,
+    threads,
+)
 from benchctl.trainers.scores import SCORERS, answer_masks
-from benchctl.trainers.session import (Session, draw, export_final_model, open_session, save_checkpoint)
+from benchctl.trainers.session import Session, draw, export_final_model, open_session, save_checkpoint
 
 
 @dataclass(frozen=True)
@@ -110,15 +116,32 @@ def train_step(s: Session, step: int) -> dict[str, float]:
     num_tokens = np.array([x.num_tokens for x in samples])
     s.state.tokens_total += generated  # every rollout generated, DAPO's dropped groups included (compute spent)
     s.state.samples_total += sampled.size
-    train_run.write_rollouts(s.run, step, train_run.rollout_table(
-        step, [p.id for p in problems], rewards, seq_adv, num_tokens, [x.finish_reason for x in samples],
-        [x.text for x in samples]))
-    row = {"step": step, **M.reward_metrics(rewards, sampled), **M.estimator_metrics(s.estimator.diagnostics()),
-           **M.advantage_metrics(seq_adv), **update_metrics,
-           **M.response_metrics(num_tokens, np.array([x.finish_reason == "length" for x in samples])),
-           "rollout/tokens": generated, "rollout/tokens_total": s.state.tokens_total,
-           "rollout/samples_total": s.state.samples_total,
-           "rollout/rounds": rounds, "optim/lr": s.scheduler.get_last_lr()[0]}
+    train_run.write_rollouts(
+        s.run,
+        step,
+        train_run.rollout_table(
+            step,
+            [p.id for p in problems],
+            rewards,
+            seq_adv,
+            num_tokens,
+            [x.finish_reason for x in samples],
+            [x.text for x in samples],
+        ),
+    )
+    row = {
+        "step": step,
+        **M.reward_metrics(rewards, sampled),
+        **M.estimator_metrics(s.estimator.diagnostics()),
+        **M.advantage_metrics(seq_adv),
+        **update_metrics,
+        **M.response_metrics(num_tokens, np.array([x.finish_reason == "length" for x in samples])),
+        "rollout/tokens": generated,
+        "rollout/tokens_total": s.state.tokens_total,
+        "rollout/samples_total": s.state.samples_total,
+        "rollout/rounds": rounds,
+        "optim/lr": s.scheduler.get_last_lr()[0],
+    }
     row.update({f"time/{k}": v for k, v in times.items()})
     row["time/step"] = time.perf_counter() - start
     return row
@@ -130,8 +153,14 @@ def collect(s: Session, step: int, times: PhaseTimer):
     from benchctl.engine import SamplingConfig
 
     cfg = s.cfg
-    sampling = SamplingConfig(n=cfg.group_size, temperature=cfg.temperature, top_p=cfg.top_p,
-                              max_tokens=s.max_tokens, seed=cfg.seed, logprobs=True)
+    sampling = SamplingConfig(
+        n=cfg.group_size,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_tokens=s.max_tokens,
+        seed=cfg.seed,
+        logprobs=True,
+    )
     kept: list[tuple] = []  # (problem, samples, rewards (G,))
     seen, last, rounds, generated = [], [], 0, 0
     while len(kept) < cfg.prompts_per_step and rounds < (cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
@@ -141,8 +170,9 @@ def collect(s: Session, step: int, times: PhaseTimer):
         problems = [draw(s.problems, cfg.seed, pos) for pos in positions]
         with times("rollout"):
             keys = [f"{step}/{pos}/{p.id}" for pos, p in zip(positions, problems)]
-            groups = s.engine.generate([s.engine.render(s.task, p) for p in problems], sampling, progress=False,
-                                       seed_keys=keys)
+            groups = s.engine.generate(
+                [s.engine.render(s.task, p) for p in problems], sampling, progress=False, seed_keys=keys
+            )
         with times("reward"):
             verdicts = s.task.grade([(p, x.text) for p, group in zip(problems, groups) for x in group])
             rewards = np.array([float(v.correct) for v in verdicts]).reshape(len(problems), cfg.group_size)
@@ -162,8 +192,9 @@ def importance_scores(s: Session, batch, samples) -> tuple[np.ndarray | None, np
     width = batch.tokens.shape[1]
     if kind is None:
         return None, np.zeros((len(samples), width), dtype=bool)
-    reasoning, answer = answer_masks(s.task, [x.text for x in samples], [x.token_ids for x in samples],
-                                     s.engine.tokenizer, width)
+    reasoning, answer = answer_masks(
+        s.task, [x.text for x in samples], [x.token_ids for x in samples], s.engine.tokenizer, width
+    )
     with threads(s.threads):
         scores = SCORERS[kind](s.model, batch, answer, reasoning, s.cfg.temperature, s.pad_id)
     return scores.float().cpu().numpy(), reasoning.numpy()
@@ -178,13 +209,23 @@ def _engine_logprobs(samples, batch) -> torch.Tensor:
     return out.to(batch.tokens.device)
 
 
-def update(s: Session, step: int, batch, token_adv: torch.Tensor, nondegenerate: torch.Tensor,
-           engine_lp: torch.Tensor, times: PhaseTimer) -> dict[str, float]:
+def update(
+    s: Session,
+    step: int,
+    batch,
+    token_adv: torch.Tensor,
+    nondegenerate: torch.Tensor,
+    engine_lp: torch.Tensor,
+    times: PhaseTimer,
+) -> dict[str, float]:
     """epochs x mini-batches of clipped policy-gradient steps on the rollout batch; returns update metrics."""
     cfg = s.cfg
     n = batch.tokens.shape[0]
-    active = active_rows(token_adv, batch.mask, cfg.kl_coef) if cfg.skip_zero_advantage else \
-        torch.ones(n, dtype=torch.bool, device=token_adv.device)  # (N,)
+    active = (
+        active_rows(token_adv, batch.mask, cfg.kl_coef)
+        if cfg.skip_zero_advantage
+        else torch.ones(n, dtype=torch.bool, device=token_adv.device)
+    )  # (N,)
     old = ref = None
     with times("logprobs"):
         if cfg.epochs * cfg.mini_batches > 1:  # off-policy after the first mini-batch: freeze pi_old first
@@ -213,8 +254,9 @@ def update(s: Session, step: int, batch, token_adv: torch.Tensor, nondegenerate:
     return out
 
 
-def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref, engine_lp, first,
-                    sums: dict) -> None:
+def _minibatch_step(
+    s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref, engine_lp, first, sums: dict
+) -> None:
     """One optimizer step on mini-batch `mb` (row indices); only its active rows are forwarded."""
     cfg = s.cfg
     weights = aggregation_weights(batch.mask[mb], s.agg, nondegenerate[mb], s.max_tokens)  # (B, T) over ALL rows
@@ -224,9 +266,18 @@ def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, 
         sub = batch.rows(rows)
         logits = completion_logits(s.model, sub, cfg.temperature)  # (b, T, V)
         logp = gather_logprobs(logits, sub.tokens)  # (b, T)
-        loss, m = policy_loss(logp, logp.detach() if old is None else old[rows], token_adv[rows],
-                              weights[mb_active], sub.mask, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
-                              ratio=cfg.ratio, kl_coef=cfg.kl_coef, ref_logp=None if ref is None else ref[rows])
+        loss, m = policy_loss(
+            logp,
+            logp.detach() if old is None else old[rows],
+            token_adv[rows],
+            weights[mb_active],
+            sub.mask,
+            clip_low=cfg.clip_low,
+            clip_high=cfg.clip_high,
+            ratio=cfg.ratio,
+            kl_coef=cfg.kl_coef,
+            ref_logp=None if ref is None else ref[rows],
+        )
         loss.backward()
         for key, value in m.items():
             sums[key] = sums.get(key, 0.0) + float(value)
@@ -245,10 +296,14 @@ def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, 
 
 def _warn_on_gap(s: Session, step: int, gap: float) -> None:
     """Warn when the engine/policy log-prob gap jumps: the engine is likely sampling with stale weights."""
-    history = [r["logprob/engine_gap"] for r in s.state.metrics[-20:] if np.isfinite(r.get("logprob/engine_gap", np.nan))]
+    history = [
+        r["logprob/engine_gap"] for r in s.state.metrics[-20:] if np.isfinite(r.get("logprob/engine_gap", np.nan))
+    ]
     if history and np.isfinite(gap) and gap > max(1e-3, 10 * float(np.median(history))):
-        s.display.warn(f"step {step}: engine/policy log-prob gap {gap:.2e} jumped (median {np.median(history):.1e});"
-                       " stale engine weights?")
+        s.display.warn(
+            f"step {step}: engine/policy log-prob gap {gap:.2e} jumped (median {np.median(history):.1e});"
+            " stale engine weights?"
+        )
 
 
 def _after_step(s: Session, step: int, row: dict) -> None:
@@ -270,10 +325,20 @@ def evaluate(s: Session, step: int) -> dict[str, float]:
     from benchctl.evaluation import EvalConfig, run_eval
 
     cfg = s.cfg
-    config = EvalConfig(model=str(s.run), tasks=(s.eval_task,), ks=parse_eval_ks(cfg.eval_k), n=cfg.eval_n,
-                        temperature=cfg.eval_temperature, top_p=1.0, max_tokens=s.max_tokens, seed=cfg.seed,
-                        limit=cfg.eval_limit, data_dir=cfg.data_dir, out=str(train_run.eval_dir(s.run, step)),
-                        progress=False)
+    config = EvalConfig(
+        model=str(s.run),
+        tasks=(s.eval_task,),
+        ks=parse_eval_ks(cfg.eval_k),
+        n=cfg.eval_n,
+        temperature=cfg.eval_temperature,
+        top_p=1.0,
+        max_tokens=s.max_tokens,
+        seed=cfg.seed,
+        limit=cfg.eval_limit,
+        data_dir=cfg.data_dir,
+        out=str(train_run.eval_dir(s.run, step)),
+        progress=False,
+    )
     result = run_eval(config, engine=s.engine)
     summary = result.tasks[0].summary.to_pydict()
     out = {f"eval/pass@{k}": v for k, v in zip(summary["k"], summary["pass_at_k"])}
@@ -295,6 +360,7 @@ def _finish(s: Session) -> None:
 @contextlib.contextmanager
 def _stop_on_sigint(s: Session):
     """First Ctrl-C: finish the current step, write a checkpoint, stop. A second one interrupts at once."""
+
     def handler(signum, frame):
         if s.stop_requested:
             raise KeyboardInterrupt

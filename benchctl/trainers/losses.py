@@ -46,8 +46,9 @@ def log_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, le
     return seq.expand_as(diff)
 
 
-def clipped_surrogate(log_r: torch.Tensor, adv: torch.Tensor, clip_low: float, clip_high: float
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def clipped_surrogate(
+    log_r: torch.Tensor, adv: torch.Tensor, clip_low: float, clip_high: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-token PPO loss max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high)) (N, T), and the masks of tokens
     where the low / high clip is binding (A < 0 and r < 1 - clip_low; A > 0 and r > 1 + clip_high)."""
     ratio = torch.exp(log_r)  # (N, T)
@@ -64,9 +65,19 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return torch.exp(delta) - delta - 1.0
 
 
-def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor, weights: torch.Tensor,
-                mask: torch.Tensor, *, clip_low: float, clip_high: float, ratio: str = "token",
-                kl_coef: float = 0.0, ref_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    adv: torch.Tensor,
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_low: float,
+    clip_high: float,
+    ratio: str = "token",
+    kl_coef: float = 0.0,
+    ref_logp: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict]:
     """Aggregated loss sum(W * (l_pg + kl_coef * kl)) and its metrics (tensors; the caller converts once).
 
     logp (N, T) carries the gradient; old_logp, adv, weights, mask (N, T) and ref_logp are constants.

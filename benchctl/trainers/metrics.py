@@ -14,16 +14,21 @@ def reward_metrics(rewards: np.ndarray, sampled: np.ndarray) -> dict[str, float]
     """reward/* of the trained batch (P, G); acr/* of every group sampled this step (before DAPO's filter)."""
     acr = acr_metrics(sampled)
     return {
-        "reward/mean": float(rewards.mean()), "reward/std": float(rewards.std()),
-        "acr/all": acr["acr"], "acr/all_wrong": acr["acr_all_wrong"], "acr/all_correct": acr["acr_all_correct"],
+        "reward/mean": float(rewards.mean()),
+        "reward/std": float(rewards.std()),
+        "acr/all": acr["acr"],
+        "acr/all_wrong": acr["acr_all_wrong"],
+        "acr/all_correct": acr["acr_all_correct"],
     }
 
 
 def advantage_metrics(adv: np.ndarray) -> dict[str, float]:
     """Symmetry of the sequence advantages (P, G): positive and negative mass, extremes."""
     return {
-        "adv/pos_sum": float(adv[adv > 0].sum()), "adv/neg_sum": float(adv[adv < 0].sum()),
-        "adv/min": float(adv.min()), "adv/max": float(adv.max()),
+        "adv/pos_sum": float(adv[adv > 0].sum()),
+        "adv/neg_sum": float(adv[adv < 0].sum()),
+        "adv/min": float(adv.min()),
+        "adv/max": float(adv.max()),
         "adv/zero_frac": float((adv == 0).mean()),
     }
 
@@ -31,7 +36,8 @@ def advantage_metrics(adv: np.ndarray) -> dict[str, float]:
 def response_metrics(num_tokens: np.ndarray, truncated: np.ndarray) -> dict[str, float]:
     """Length (mean, max) and truncation rate of the trained responses."""
     return {
-        "response/length_mean": float(num_tokens.mean()), "response/length_max": float(num_tokens.max()),
+        "response/length_mean": float(num_tokens.mean()),
+        "response/length_max": float(num_tokens.max()),
         "response/truncated": float(truncated.mean()),
     }
 

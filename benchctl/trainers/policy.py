@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -30,14 +30,24 @@ class Batch:
     mask: torch.Tensor
     prompt_width: int
 
-    def rows(self, index: torch.Tensor) -> "Batch":
+    def rows(self, index: torch.Tensor) -> Batch:
         """The sub-batch of rows `index` (1-D long tensor)."""
-        return Batch(self.input_ids[index], self.attention_mask[index], self.position_ids[index],
-                     self.tokens[index], self.mask[index], self.prompt_width)
+        return Batch(
+            self.input_ids[index],
+            self.attention_mask[index],
+            self.position_ids[index],
+            self.tokens[index],
+            self.mask[index],
+            self.prompt_width,
+        )
 
 
-def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], pad_id: int,
-         device: torch.device | str = "cpu") -> Batch:
+def pack(
+    prompts: Sequence[Sequence[int]],
+    completions: Sequence[Sequence[int]],
+    pad_id: int,
+    device: torch.device | str = "cpu",
+) -> Batch:
     """Prompt i (left-padded) + completion i (right-padded) per row."""
     n = len(prompts)
     lp = max(len(p) for p in prompts)
@@ -45,9 +55,9 @@ def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
     ids = torch.full((n, lp + t), pad_id, dtype=torch.long)  # (N, Lp + T)
     attn = torch.zeros((n, lp + t), dtype=torch.long)
     for i, (p, c) in enumerate(zip(prompts, completions)):
-        ids[i, lp - len(p): lp] = torch.tensor(p, dtype=torch.long)
-        ids[i, lp: lp + len(c)] = torch.tensor(c, dtype=torch.long)
-        attn[i, lp - len(p): lp + len(c)] = 1
+        ids[i, lp - len(p) : lp] = torch.tensor(p, dtype=torch.long)
+        ids[i, lp : lp + len(c)] = torch.tensor(c, dtype=torch.long)
+        attn[i, lp - len(p) : lp + len(c)] = 1
     position = (attn.cumsum(dim=1) - 1).clamp(min=0)  # (N, Lp + T): real-token positions
     tokens = ids[:, lp:]  # (N, T)
     mask = attn[:, lp:].to(torch.float32)  # (N, T)
@@ -55,13 +65,19 @@ def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
     return Batch(to(ids), to(attn), to(position), to(tokens), to(mask), lp)
 
 
-def completion_logits(model, batch: Batch, temperature: float, inputs_embeds: torch.Tensor | None = None
-                      ) -> torch.Tensor:
+def completion_logits(
+    model, batch: Batch, temperature: float, inputs_embeds: torch.Tensor | None = None
+) -> torch.Tensor:
     """Logits (N, T, V) / temperature predicting each completion token (LM head on those positions only)."""
     t = batch.tokens.shape[1]
     kwargs = {"inputs_embeds": inputs_embeds} if inputs_embeds is not None else {"input_ids": batch.input_ids}
-    out = model(attention_mask=batch.attention_mask, position_ids=batch.position_ids, logits_to_keep=t + 1,
-                use_cache=False, **kwargs)
+    out = model(
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        logits_to_keep=t + 1,
+        use_cache=False,
+        **kwargs,
+    )
     logits = out.logits[:, :-1, :]  # (N, T, V): position Lp-1+j predicts completion token j
     return logits.float() / temperature
 

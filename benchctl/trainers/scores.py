@@ -12,15 +12,16 @@ text character for character) has no reasoning span: all its tokens keep weight 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from benchctl.trainers.policy import Batch, completion_logits, gather_logprobs
 
 
-def answer_masks(task, texts: Sequence[str], completions: Sequence[Sequence[int]], tokenizer, width: int
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+def answer_masks(
+    task, texts: Sequence[str], completions: Sequence[Sequence[int]], tokenizer, width: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(reasoning_mask, answer_mask), each (N, width) bool over completion tokens."""
     reasoning = torch.zeros((len(texts), width), dtype=torch.bool)
     answer = torch.zeros((len(texts), width), dtype=torch.bool)
@@ -59,20 +60,28 @@ def _phi(logp: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
     return (logp * a).sum(dim=1) / a.sum(dim=1).clamp(min=1.0)
 
 
-def gradient_scores(model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, temperature: float,
-                    pad_id: int) -> torch.Tensor:
+def gradient_scores(
+    model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, temperature: float, pad_id: int
+) -> torch.Tensor:
     """|<dphi/de_t, e_t>| on reasoning tokens (N, T), 0 elsewhere (oar_g); `pad_id` unused (one signature)."""
     embed = model.get_input_embeddings()(batch.input_ids).detach().requires_grad_(True)  # (N, L, D)
     logp = gather_logprobs(completion_logits(model, batch, temperature, inputs_embeds=embed), batch.tokens)
     (grad,) = torch.autograd.grad(_phi(logp, answer.to(logp.device)).sum(), embed)
     start = batch.prompt_width
     t = batch.tokens.shape[1]
-    score = (grad[:, start:start + t] * embed[:, start:start + t]).sum(dim=-1).abs()  # (N, T)
+    score = (grad[:, start : start + t] * embed[:, start : start + t]).sum(dim=-1).abs()  # (N, T)
     return score.detach() * reasoning.to(score.device)
 
 
-def perturbation_scores(model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, temperature: float,
-                        pad_id: int, chunk: int = 256) -> torch.Tensor:
+def perturbation_scores(
+    model,
+    batch: Batch,
+    answer: torch.Tensor,
+    reasoning: torch.Tensor,
+    temperature: float,
+    pad_id: int,
+    chunk: int = 256,
+) -> torch.Tensor:
     """max(phi - phi(token t -> pad), 0) on reasoning tokens (N, T), batched over all perturbations (oar_p)."""
     answer = answer.to(batch.tokens.device)
     with torch.no_grad():
@@ -80,7 +89,7 @@ def perturbation_scores(model, batch: Batch, answer: torch.Tensor, reasoning: to
         rows, cols = torch.nonzero(reasoning, as_tuple=True)
         scores = torch.zeros(reasoning.shape, dtype=torch.float32)
         for start in range(0, rows.numel(), chunk):
-            r, c = rows[start:start + chunk], cols[start:start + chunk]
+            r, c = rows[start : start + chunk], cols[start : start + chunk]
             sub = batch.rows(r.to(batch.input_ids.device))
             ids = sub.input_ids.clone()
             ids[torch.arange(r.numel()), batch.prompt_width + c.to(ids.device)] = pad_id

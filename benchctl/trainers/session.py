@@ -19,8 +19,14 @@ import numpy as np
 from benchctl.errors import BenchctlError
 from benchctl.results import train_run
 from benchctl.trainers import checkpoint
-from benchctl.trainers.config import (TrainConfig, build_estimator, config_record, loss_agg, resolved_lr,
-                                      resolved_max_tokens)
+from benchctl.trainers.config import (
+    TrainConfig,
+    build_estimator,
+    config_record,
+    loss_agg,
+    resolved_lr,
+    resolved_max_tokens,
+)
 from benchctl.trainers.display import NullDisplay
 
 
@@ -104,6 +110,27 @@ def draw(problems: list, seed: int, position: int):
     return problems[int(_order(seed, epoch, len(problems))[index])]
 
 
+def _prepare_run(cfg: TrainConfig, estimator, model_ref) -> tuple[Path, int | None]:
+    """Create the run folder with its config.json, or (on --resume) cut it back to its latest checkpoint."""
+    run = Path(cfg.resume) if cfg.resume else Path(cfg.out or default_run_dir(cfg, model_ref.name, estimator.label))
+    record = config_record(
+        cfg,
+        estimator_label=estimator.label,
+        model_resolved=model_ref.path,
+        run=str(run),
+        loss_agg_resolved=loss_agg(cfg, estimator),
+        max_tokens_resolved=resolved_max_tokens(cfg),
+        lr_resolved=resolved_lr(cfg),
+    )
+    ckpt = train_run.latest_checkpoint_step(run) if cfg.resume else None
+    if cfg.resume:
+        train_run.discard_after(run, ckpt or 0)
+        train_run.write_config(run, record)
+    else:
+        train_run.create_run(run, record)
+    return run, ckpt
+
+
 def open_session(cfg: TrainConfig) -> Session:
     """Load data, model, engine; create the run folder, or restore it from its latest checkpoint."""
     import torch
@@ -116,16 +143,7 @@ def open_session(cfg: TrainConfig) -> Session:
     task = train_task(cfg.task)
     problems = task.load(cfg.data_dir)
     model_ref = resolve_model(cfg.model)
-    run = Path(cfg.resume) if cfg.resume else Path(cfg.out or default_run_dir(cfg, model_ref.name, estimator.label))
-    record = config_record(cfg, estimator_label=estimator.label, model_resolved=model_ref.path, run=str(run),
-                           loss_agg_resolved=loss_agg(cfg, estimator), max_tokens_resolved=resolved_max_tokens(cfg),
-                           lr_resolved=resolved_lr(cfg))
-    ckpt = train_run.latest_checkpoint_step(run) if cfg.resume else None
-    if cfg.resume:
-        train_run.discard_after(run, ckpt or 0)
-        train_run.write_config(run, record)
-    else:
-        train_run.create_run(run, record)
+    run, ckpt = _prepare_run(cfg, estimator, model_ref)
     device = resolve_device(cfg.device)
     weights = str(train_run.checkpoint_dir(run, ckpt) / "model") if ckpt else model_ref.path
     model = load_policy(weights, device)
@@ -134,15 +152,31 @@ def open_session(cfg: TrainConfig) -> Session:
         ref = load_policy(model_ref.path, device).eval().requires_grad_(False)
     # fused AdamW [our choice]: one kernel for all parameters; on CPU 5-6x faster than the per-parameter loop on a
     # 25M model (benchmarks/train_vs_trl.py, as TRL's default adamw_torch_fused), same update rule.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay,
-                                  fused=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay, fused=True)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     engine = trainer_engine(model_ref.path, device, cfg.gpu_memory_utilization)
     pad = engine.tokenizer.pad_token_id
-    session = Session(cfg, run, model_ref.path, task, problems, eval_name, estimator, loss_agg(cfg, estimator),
-                      resolved_max_tokens(cfg), device, cfg.threads or default_threads(), model, ref, optimizer,
-                      scheduler, engine, engine.tokenizer.eos_token_id if pad is None else pad, TrainState())
+    session = Session(
+        cfg,
+        run,
+        model_ref.path,
+        task,
+        problems,
+        eval_name,
+        estimator,
+        loss_agg(cfg, estimator),
+        resolved_max_tokens(cfg),
+        device,
+        cfg.threads or default_threads(),
+        model,
+        ref,
+        optimizer,
+        scheduler,
+        engine,
+        engine.tokenizer.eos_token_id if pad is None else pad,
+        TrainState(),
+    )
     if ckpt:
         restore(session, train_run.checkpoint_dir(run, ckpt))
     return session
@@ -154,8 +188,13 @@ def trainer_engine(model: str, device: str, gpu_memory_utilization: float):
     log-probs of the sampling distribution (temperature applied), as the policy computes them."""
     from benchctl.engine import Engine
 
-    return Engine(model, seed=0, logprobs_mode="processed_logprobs", sleep_mode=device == "cuda",
-                  gpu_memory_utilization=gpu_memory_utilization)
+    return Engine(
+        model,
+        seed=0,
+        logprobs_mode="processed_logprobs",
+        sleep_mode=device == "cuda",
+        gpu_memory_utilization=gpu_memory_utilization,
+    )
 
 
 def restore(s: Session, path: Path) -> None:
@@ -169,8 +208,15 @@ def restore(s: Session, path: Path) -> None:
 
 
 def save_checkpoint(s: Session) -> Path:
-    return checkpoint.save(s.run, s.state, model=s.model, source=s.source, optimizer=s.optimizer,
-                           scheduler=s.scheduler, estimator=s.estimator)
+    return checkpoint.save(
+        s.run,
+        s.state,
+        model=s.model,
+        source=s.source,
+        optimizer=s.optimizer,
+        scheduler=s.scheduler,
+        estimator=s.estimator,
+    )
 
 
 def export_final_model(s: Session) -> Path:

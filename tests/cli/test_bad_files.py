@@ -21,8 +21,17 @@ def _truncated(text: str) -> bytes:
 
 def _grade_samples(tmp_path, data):
     (tmp_path / "samples.jsonl").write_bytes(data)
-    return ["grade", "--task", "mbpp", "--samples", str(tmp_path / "samples.jsonl"), "--data-dir", str(FIXTURE),
-            "--out", str(tmp_path / "out")], "samples.jsonl"
+    return [
+        "grade",
+        "--task",
+        "mbpp",
+        "--samples",
+        str(tmp_path / "samples.jsonl"),
+        "--data-dir",
+        str(FIXTURE),
+        "--out",
+        str(tmp_path / "out"),
+    ], "samples.jsonl"
 
 
 def _task_file(name):
@@ -30,8 +39,18 @@ def _task_file(name):
         (tmp_path / "data").mkdir()
         (tmp_path / "data" / f"{name}.jsonl").write_bytes(data)
         (tmp_path / "samples.jsonl").write_text(SAMPLES)
-        return ["grade", "--task", name, "--samples", str(tmp_path / "samples.jsonl"), "--data-dir",
-                str(tmp_path / "data"), "--out", str(tmp_path / "out")], f"{name}.jsonl"
+        return [
+            "grade",
+            "--task",
+            name,
+            "--samples",
+            str(tmp_path / "samples.jsonl"),
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--out",
+            str(tmp_path / "out"),
+        ], f"{name}.jsonl"
+
     return command
 
 
@@ -48,8 +67,15 @@ def _train_task_file(tmp_path, data):
 def _model_config(tmp_path, data):
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_bytes(data)
-    return ["eval", "--model", str(tmp_path / "model"), "--tasks", "arith", "--out", str(tmp_path / "out")], \
-        "config.json"
+    return [
+        "eval",
+        "--model",
+        str(tmp_path / "model"),
+        "--tasks",
+        "arith",
+        "--out",
+        str(tmp_path / "out"),
+    ], "config.json"
 
 
 def _train_config(tmp_path, data):

@@ -61,13 +61,16 @@ def test_unknown_estimator_is_one_line_naming_the_choices_exit_2():
     assert_one_line_error(invoke("estimators", "show", "grpo_leed"), "grpo_leed", "grpo_lead", "ha_dw")
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["--set", "lambda_scale=-1"], "valid: (0.0, inf]"),
-    (["--set", "m=ten"], "not a valid int"),
-    (["--set", "lamda=1"], "unknown hyperparameter 'lamda'"),
-    (["--set", "lambda_scale"], "KEY=VALUE"),
-    (["--base", "nope"], "unknown estimator 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--set", "lambda_scale=-1"], "valid: (0.0, inf]"),
+        (["--set", "m=ten"], "not a valid int"),
+        (["--set", "lamda=1"], "unknown hyperparameter 'lamda'"),
+        (["--set", "lambda_scale"], "KEY=VALUE"),
+        (["--base", "nope"], "unknown estimator 'nope'"),
+    ],
+)
 def test_bad_hyperparameters_are_one_line_exit_2(args, fragment):
     assert_one_line_error(invoke("estimators", "show", "ha_dw", *args), fragment)
 

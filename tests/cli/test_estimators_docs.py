@@ -19,7 +19,8 @@ def _markdown() -> str:
 
 def test_docs_file_is_what_the_registry_generates():
     assert DOCS.read_text(encoding="utf-8") == _markdown(), (
-        "docs/estimators.md is out of date: run `benchctl estimators --markdown > docs/estimators.md`")
+        "docs/estimators.md is out of date: run `benchctl estimators --markdown > docs/estimators.md`"
+    )
 
 
 def test_markdown_has_each_estimators_formula_defaults_reference_and_choices():

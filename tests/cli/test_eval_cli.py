@@ -21,6 +21,7 @@ def captured(monkeypatch):
         def record(config):
             calls[name] = config
             return result
+
         return record
 
     monkeypatch.setattr(benchctl.evaluation, "run_eval", fake("eval", EvalResult(Path("o"), "m", ())))
@@ -37,8 +38,11 @@ def _invoke(args, env=None):
 def test_eval_passes_parsed_ks_tasks_defaults_and_sources(captured):
     result = _invoke(["eval", "--model", "org/m", "--tasks", "math500, aime24", "--k", "1..8", "--seed", "3"])
     assert result.exit_code == 0, result.output
-    sources = {name: "default" for name in EvalConfig.__dataclass_fields__ if name not in ("sources", "chunk_samples",
-                                                                                          "confidence", "progress")}
+    sources = {
+        name: "default"
+        for name in EvalConfig.__dataclass_fields__
+        if name not in ("sources", "chunk_samples", "confidence", "progress")
+    }
     sources.update(model="flag", tasks="flag", ks="flag", seed="flag")
     expected = EvalConfig(model="org/m", tasks=("math500", "aime24"), ks=(1, 2, 4, 8), seed=3, sources=sources)
     assert captured["eval"] == expected
@@ -46,8 +50,10 @@ def test_eval_passes_parsed_ks_tasks_defaults_and_sources(captured):
 
 
 def test_eval_data_dir_from_environment_is_recorded_as_env(captured, tmp_path):
-    result = _invoke(["eval", "--model", "m/x", "--tasks", "arith", "--k", "1,5,10", "--n", "16"],
-                     env={"BENCHCTL_DATA_DIR": str(tmp_path)})
+    result = _invoke(
+        ["eval", "--model", "m/x", "--tasks", "arith", "--k", "1,5,10", "--n", "16"],
+        env={"BENCHCTL_DATA_DIR": str(tmp_path)},
+    )
     assert result.exit_code == 0, result.output
     config = captured["eval"]
     assert (config.data_dir, config.sources["data_dir"]) == (str(tmp_path), "env")
@@ -64,8 +70,21 @@ def test_bad_k_is_one_line_exit_2(captured, bad):
 
 def test_grade_passes_its_config(captured, tmp_path):
     samples = tmp_path / "s.jsonl"
-    result = _invoke(["grade", "--task", "math500", "--samples", str(samples), "--out", str(tmp_path / "o"),
-                      "--k", "1,4", "--resamples", "200"])
+    result = _invoke(
+        [
+            "grade",
+            "--task",
+            "math500",
+            "--samples",
+            str(samples),
+            "--out",
+            str(tmp_path / "o"),
+            "--k",
+            "1,4",
+            "--resamples",
+            "200",
+        ]
+    )
     assert result.exit_code == 0, result.output
     config = captured["grade"]
     assert isinstance(config, GradeConfig)
@@ -76,12 +95,31 @@ def test_grade_passes_its_config(captured, tmp_path):
 
 
 def test_augment_mqr_passes_its_config(captured):
-    result = _invoke(["augment", "mqr", "--model", "org/instruct", "--out", "aug/math_train.jsonl",
-                      "--aspects", "term,subproblem", "--limit", "5", "--no-keep-original"])
+    result = _invoke(
+        [
+            "augment",
+            "mqr",
+            "--model",
+            "org/instruct",
+            "--out",
+            "aug/math_train.jsonl",
+            "--aspects",
+            "term,subproblem",
+            "--limit",
+            "5",
+            "--no-keep-original",
+        ]
+    )
     assert result.exit_code == 0, result.output
     config = captured["mqr"]
-    assert config == MQRConfig(model="org/instruct", out="aug/math_train.jsonl", aspects=("term", "subproblem"),
-                               limit=5, keep_original=False, sources=config.sources)
+    assert config == MQRConfig(
+        model="org/instruct",
+        out="aug/math_train.jsonl",
+        aspects=("term", "subproblem"),
+        limit=5,
+        keep_original=False,
+        sources=config.sources,
+    )
     assert config.sources["aspects"] == "flag" and config.sources["task"] == "default"
 
 
@@ -92,8 +130,9 @@ def test_unknown_mqr_aspect_is_one_line_exit_2(captured):
 
 
 def test_k_above_n_is_one_line_exit_2_before_any_work(tmp_path):
-    result = _invoke(["eval", "--model", "m/x", "--tasks", "arith", "--k", "1..8", "--n", "4",
-                      "--out", str(tmp_path / "o")])
+    result = _invoke(
+        ["eval", "--model", "m/x", "--tasks", "arith", "--k", "1..8", "--n", "4", "--out", str(tmp_path / "o")]
+    )
     assert result.exit_code == 2
     assert "k=8 > n=4" in result.stderr and not (tmp_path / "o").exists()
 
@@ -102,7 +141,9 @@ def test_cli_module_imports_no_heavy_backend():
     import subprocess
     import sys
 
-    code = "import sys, benchctl.cli; print(sorted(m for m in ('torch', 'vllm', 'math_verify', 'pyarrow') " \
-           "if m in sys.modules))"
+    code = (
+        "import sys, benchctl.cli; print(sorted(m for m in ('torch', 'vllm', 'math_verify', 'pyarrow') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "torch" not in out and "vllm" not in out

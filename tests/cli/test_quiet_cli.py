@@ -19,8 +19,16 @@ tiny_model = tiny_model_fixture()
 BENCHCTL = [sys.executable, "-c", "from benchctl.cli import main; main()"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|9[0-7]|38;5;\d+)m")
-LOUD_ENV = ("VLLM_LOGGING_LEVEL", "TORCH_CPP_LOG_LEVEL", "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS", "NO_COLOR",
-            "FORCE_COLOR", "TTY_COMPATIBLE", "TQDM_DISABLE")
+LOUD_ENV = (
+    "VLLM_LOGGING_LEVEL",
+    "TORCH_CPP_LOG_LEVEL",
+    "TRANSFORMERS_VERBOSITY",
+    "PYTHONWARNINGS",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TTY_COMPATIBLE",
+    "TQDM_DISABLE",
+)
 
 
 def _env(**extra) -> dict:
@@ -31,8 +39,9 @@ def _env(**extra) -> dict:
 def _run_on_terminal(args, **env) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) with stderr on a pseudo-terminal (stdout piped)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen(BENCHCTL + args, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-                            env=_env(**env))
+    proc = subprocess.Popen(
+        BENCHCTL + args, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=_env(**env)
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -54,8 +63,21 @@ def _run_redirected(args, **env) -> subprocess.CompletedProcess:
 
 
 def _eval_args(model, out) -> list[str]:
-    return ["eval", "--model", str(model), "--tasks", "arith", "--k", "1..2", "--limit", "4", "--max-tokens", "8",
-            "--out", str(out)]
+    return [
+        "eval",
+        "--model",
+        str(model),
+        "--tasks",
+        "arith",
+        "--k",
+        "1..2",
+        "--limit",
+        "4",
+        "--max-tokens",
+        "8",
+        "--out",
+        str(out),
+    ]
 
 
 def _lines(terminal_text: str) -> list[str]:
@@ -112,8 +134,9 @@ def test_no_color_turns_colours_off_on_a_terminal():
     runs = {}
     for no_color in ("", "1"):
         env = _env(**({"NO_COLOR": no_color} if no_color else {}))
-        proc = subprocess.run(BENCHCTL + ["estimators", "show", "grpo"], stdout=slave, stderr=subprocess.PIPE,
-                              env=env, timeout=120)
+        proc = subprocess.run(
+            BENCHCTL + ["estimators", "show", "grpo"], stdout=slave, stderr=subprocess.PIPE, env=env, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
         runs[no_color] = os.read(master, 1 << 20).decode("utf-8", "replace")
     os.close(slave)

@@ -25,14 +25,38 @@ def test_bias_G8_prints_the_spec_check_values():
 
 def test_bias_out_writes_parquet_with_the_documented_columns(tmp_path):
     target = tmp_path / "bias.parquet"
-    result = _run(["bias", "--G", "4,8", "--p", "0.1,0.5", "--estimators", "dr_grpo,dgpo", "--groups", "1000",
-                   "--out", str(target)])
+    result = _run(
+        [
+            "bias",
+            "--G",
+            "4,8",
+            "--p",
+            "0.1,0.5",
+            "--estimators",
+            "dr_grpo,dgpo",
+            "--groups",
+            "1000",
+            "--out",
+            str(target),
+        ]
+    )
     assert result.exit_code == 0, result.output
     table = pq.read_table(target)
     assert table.num_rows == 8
     assert set(table.column("method").to_pylist()) == {"exact", "mc"}
-    for column in ("estimator", "G", "p", "adv_correct", "adv_wrong", "true_correct", "true_correct_norm",
-                   "bias_any", "lemma2", "method", "adv_correct_se"):
+    for column in (
+        "estimator",
+        "G",
+        "p",
+        "adv_correct",
+        "adv_wrong",
+        "true_correct",
+        "true_correct_norm",
+        "bias_any",
+        "lemma2",
+        "method",
+        "adv_correct_se",
+    ):
         assert column in table.column_names
     assert json.loads(table.schema.metadata[b"benchctl.config"])["G"] == [4, 8]
 
@@ -54,7 +78,9 @@ def test_json_file_and_plot_folder_are_written(tmp_path):
     assert (plots / "symmetry_G8.png").stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("command", [["bias", "--p", "0.1,0.5"], ["collapse", "--beta", "1,3"], ["bandit", *BANDIT_FAST]])
+@pytest.mark.parametrize(
+    "command", [["bias", "--p", "0.1,0.5"], ["collapse", "--beta", "1,3"], ["bandit", *BANDIT_FAST]]
+)
 def test_each_command_plots_pngs(tmp_path, command):
     result = _run([*command, "--plot", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -71,15 +97,18 @@ def test_bandit_prints_pass_at_k_table_and_findings(tmp_path):
     assert {"estimator", "step", "pass@1_mean", "pass@1_ci95", "pass@8_mean", "entropy_mean"} <= set(table.column_names)
 
 
-@pytest.mark.parametrize("args", [
-    ["bias", "--estimators", "grpo,nope"],
-    ["bias", "--estimators", "grpo(std=bogus)"],
-    ["bias", "--p", "1.5"],
-    ["bias", "--G", "eight"],
-    ["symmetry", "--estimators", "bogus_estimator"],
-    ["bandit", "--mode", "expected", "--estimators", "ha_dw"],
-    ["collapse", "--beta", "1"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bias", "--estimators", "grpo,nope"],
+        ["bias", "--estimators", "grpo(std=bogus)"],
+        ["bias", "--p", "1.5"],
+        ["bias", "--G", "eight"],
+        ["symmetry", "--estimators", "bogus_estimator"],
+        ["bandit", "--mode", "expected", "--estimators", "ha_dw"],
+        ["collapse", "--beta", "1"],
+    ],
+)
 def test_bad_input_is_one_stderr_line_exit_2_without_traceback(args):
     result = _run(args)
     assert result.exit_code == 2

@@ -18,9 +18,14 @@ import sys
 from pathlib import Path
 
 MATH500_KNOWN_LIMITS = {
-    "test/number_theory/864.json", "test/number_theory/46.json", "test/number_theory/516.json",
-    "test/number_theory/847.json", "test/number_theory/1257.json", "test/number_theory/368.json",
-    "test/geometry/473.json", "test/prealgebra/1114.json",
+    "test/number_theory/864.json",
+    "test/number_theory/46.json",
+    "test/number_theory/516.json",
+    "test/number_theory/847.json",
+    "test/number_theory/1257.json",
+    "test/number_theory/368.json",
+    "test/geometry/473.json",
+    "test/prealgebra/1114.json",
 }
 MATH500_ROWS = 50
 GSM8K_LINES = range(140, 150)

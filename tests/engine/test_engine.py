@@ -31,9 +31,14 @@ def hf_greedy(model, tokenizer, prompts, max_new_tokens):
     for prompt in prompts:
         ids = torch.tensor([tokenizer(prompt)["input_ids"]])
         with torch.no_grad():
-            out = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
-                                 eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
-        texts.append(tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+            out = model.generate(
+                ids,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=tokenizer.eos_token_id,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        texts.append(tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True))
     return texts
 
 
@@ -55,8 +60,9 @@ def vllm_next_token_logprobs(engine, prompts, k=5):
 
 
 def assert_logprobs_match(engine, model, prompts, tol=1e-4):
-    for got, ref in zip(vllm_next_token_logprobs(engine, prompts), hf_next_token_logprobs(model, engine.tokenizer,
-                                                                                          prompts)):
+    for got, ref in zip(
+        vllm_next_token_logprobs(engine, prompts), hf_next_token_logprobs(model, engine.tokenizer, prompts)
+    ):
         assert max(abs(lp - ref[tok].item()) for tok, lp in got.items()) < tol
 
 
@@ -121,8 +127,9 @@ def test_same_seed_reproduces_samples_and_another_seed_changes_them(engine, arit
     sampling = SamplingConfig(n=8, temperature=1.0, top_p=1.0, max_tokens=4, seed=3)
     first = engine.generate(arith_prompts, sampling, progress=False)
     assert engine.generate(arith_prompts, sampling, progress=False) == first
-    other = engine.generate(arith_prompts, SamplingConfig(n=8, temperature=1.0, top_p=1.0, max_tokens=4, seed=4),
-                            progress=False)
+    other = engine.generate(
+        arith_prompts, SamplingConfig(n=8, temperature=1.0, top_p=1.0, max_tokens=4, seed=4), progress=False
+    )
     assert other != first
 
 

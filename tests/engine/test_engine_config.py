@@ -25,8 +25,7 @@ def test_hub_style_id_passes_the_local_check():
 
 
 @pytest.mark.parametrize(
-    "field, value",
-    [("n", 0), ("temperature", -0.1), ("top_p", 0.0), ("top_p", 1.5), ("max_tokens", 0), ("seed", -1)],
+    "field, value", [("n", 0), ("temperature", -0.1), ("top_p", 0.0), ("top_p", 1.5), ("max_tokens", 0), ("seed", -1)]
 )
 def test_sampling_config_rejects_out_of_range_values(field, value):
     with pytest.raises(BenchctlError, match=field):

@@ -60,7 +60,7 @@ def ref_rloo(r, params, state):
     out = np.zeros(r.shape)
     for q, row in enumerate(rows(r)):
         for i, x in enumerate(row):
-            others = row[:i] + row[i + 1:]
+            others = row[:i] + row[i + 1 :]
             if not others:
                 out[q, i] = x
             elif pstd(row) >= DELTA:
@@ -165,7 +165,7 @@ def ref_ha_dw(r, base_adv, params, state):
         for i in range(len(row)):
             d = -sign(base_adv[q, i]) * sign(diff)
             out[q, i] = base_adv[q, i] * params.lambda_scale * math.exp(d * abs(diff))
-    accs = (accs + [y])[-params.h:]
+    accs = (accs + [y])[-params.h :]
     sigma = float(np.std(anchors)) if len(anchors) >= 2 else 1.0
     eta_t = min(max(params.eta * sigma, 0.0), 1.0)
     if params.anchor == "fixed":
@@ -174,7 +174,7 @@ def ref_ha_dw(r, base_adv, params, state):
         post = mean(accs)
     else:
         post = (1 - eta_t) * prior + eta_t * y
-    return out, (post, (anchors + [post])[-params.m:], accs)
+    return out, (post, (anchors + [post])[-params.m :], accs)
 
 
 def _per_group(r, base_adv, transform):

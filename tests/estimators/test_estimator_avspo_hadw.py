@@ -46,8 +46,9 @@ def test_avspo_www_gives_no_signal_to_all_wrong_groups():
 
 def test_avspo_non_collapsed_groups_get_plain_grpo_advantages():
     rewards = binary_groups(6, [0, 0, 0, 2, 5])
-    np.testing.assert_allclose(get_estimator("avspo").advantages(rewards)[3:],
-                               get_estimator("grpo").advantages(rewards)[3:], rtol=1e-12)
+    np.testing.assert_allclose(
+        get_estimator("avspo").advantages(rewards)[3:], get_estimator("grpo").advantages(rewards)[3:], rtol=1e-12
+    )
 
 
 def tau_after(batches, **settings):
@@ -143,7 +144,7 @@ def test_hadw_sigma_uses_only_the_last_m_anchors():
 def test_hadw_hard_update_is_the_mean_of_the_last_h_batch_accuracies():
     trace = anchor_trace(BATCHES, update="hard", h=3)
     ys = [b.mean() for b in BATCHES]
-    assert [t[1] for t in trace] == pytest.approx([np.mean(ys[max(0, i - 2):i + 1]) for i in range(5)])
+    assert [t[1] for t in trace] == pytest.approx([np.mean(ys[max(0, i - 2) : i + 1]) for i in range(5)])
     assert [t[0] for t in trace[1:]] == [t[1] for t in trace[:-1]]
 
 

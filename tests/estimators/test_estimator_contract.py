@@ -51,8 +51,13 @@ def test_inputs_are_not_modified():
     np.testing.assert_array_equal(rewards, before)
 
 
-STATEFUL = [("avspo", {"tau0": 0.2, "eta": 0.3}), ("ha_dw", {}), ("ha_dw", {"update": "hard", "h": 2}),
-            ("ha_dw", {"base": "avspo"}), ("a_grae", {"base": "avspo"})]
+STATEFUL = [
+    ("avspo", {"tau0": 0.2, "eta": 0.3}),
+    ("ha_dw", {}),
+    ("ha_dw", {"update": "hard", "h": 2}),
+    ("ha_dw", {"base": "avspo"}),
+    ("a_grae", {"base": "avspo"}),
+]
 
 
 @pytest.mark.parametrize("name,settings", [(n, {}) for n in registered_names()] + STATEFUL)
@@ -122,15 +127,23 @@ def test_rewards_must_be_a_non_empty_matrix(shape):
 
 
 BAD_VALUES = [
-    ("grpo", {"std": "mad"}, "choose one of: sample, population"), ("grpo", {"eps": -1.0}, r"valid: \[0.0, 1.0\]"),
-    ("dgpo", {"temperature": 0.0}, r"valid: \(0.0, inf\]"), ("ngrpo", {"n_virtual": 0}, r"valid: \[1, 1024\]"),
-    ("w_reinforce", {"lam": -0.1}, r"valid: \[0.0, inf\]"), ("passk", {"k": 0}, r"valid: \[1, inf\]"),
+    ("grpo", {"std": "mad"}, "choose one of: sample, population"),
+    ("grpo", {"eps": -1.0}, r"valid: \[0.0, 1.0\]"),
+    ("dgpo", {"temperature": 0.0}, r"valid: \(0.0, inf\]"),
+    ("ngrpo", {"n_virtual": 0}, r"valid: \[1, 1024\]"),
+    ("w_reinforce", {"lam": -0.1}, r"valid: \[0.0, inf\]"),
+    ("passk", {"k": 0}, r"valid: \[1, inf\]"),
     ("avspo", {"tau0": 0.95}, r"tau0=0.95 is out of range; valid: \[0.1, 0.9\]"),
-    ("avspo", {"virtual": "x"}, "stratified, www"), ("ha_dw", {"lambda_scale": 0}, r"valid: \(0.0, inf\]"),
-    ("ha_dw", {"m": 1}, r"valid: \[2, 100000\]"), ("ha_dw", {"c0": 1.5}, r"valid: \[0.0, 1.0\]"),
-    ("a_grae", {"alpha": 2.0}, r"valid: \(0.0, 1.0\]"), ("grpo_lead", {"x0": -1.0}, r"valid: \[0.0, 1.0\]"),
-    ("oar_g", {"q": 2.0}, r"valid: \[0.0, 1.0\]"), ("pos_dominant", {"beta": float("nan")}, "finite number"),
-    ("hard_focused", {"gamma": "big"}, "finite number"), ("a_grae", {"shift": 1}, "true or false"),
+    ("avspo", {"virtual": "x"}, "stratified, www"),
+    ("ha_dw", {"lambda_scale": 0}, r"valid: \(0.0, inf\]"),
+    ("ha_dw", {"m": 1}, r"valid: \[2, 100000\]"),
+    ("ha_dw", {"c0": 1.5}, r"valid: \[0.0, 1.0\]"),
+    ("a_grae", {"alpha": 2.0}, r"valid: \(0.0, 1.0\]"),
+    ("grpo_lead", {"x0": -1.0}, r"valid: \[0.0, 1.0\]"),
+    ("oar_g", {"q": 2.0}, r"valid: \[0.0, 1.0\]"),
+    ("pos_dominant", {"beta": float("nan")}, "finite number"),
+    ("hard_focused", {"gamma": "big"}, "finite number"),
+    ("a_grae", {"shift": 1}, "true or false"),
 ]
 
 

@@ -67,8 +67,9 @@ def test_reshaping_rejects_out_of_range_hyperparameters():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_reshaping_torch_matches_numpy_and_keeps_dtype(dtype):
     scores, lengths = random_scores(seed=5)
-    expected = reshape_token_weights(scores.astype(np.float32 if dtype == torch.float32 else np.float64),
-                                     lengths=lengths)
+    expected = reshape_token_weights(
+        scores.astype(np.float32 if dtype == torch.float32 else np.float64), lengths=lengths
+    )
     got = reshape_token_weights(torch.tensor(scores, dtype=dtype), lengths=torch.tensor(lengths))
     assert got.dtype == dtype
     np.testing.assert_array_equal(got.numpy(), expected)

@@ -51,8 +51,9 @@ def test_rloo_is_reward_minus_leave_one_out_mean_and_single_rollout_keeps_reward
     np.testing.assert_array_equal(get_estimator("rloo").advantages(single), single)
 
 
-@pytest.mark.parametrize("name,expected", [("hard_focused", lambda p: G * np.sqrt(1 - p)),
-                                           ("easy_focused", lambda p: G * np.sqrt(p))])
+@pytest.mark.parametrize(
+    "name,expected", [("hard_focused", lambda p: G * np.sqrt(1 - p)), ("easy_focused", lambda p: G * np.sqrt(p))]
+)
 def test_focus_controls_total_magnitude_with_population_std(name, expected):
     adv = get_estimator(name, std="population").advantages(MIXED)
     np.testing.assert_allclose(np.abs(adv).sum(axis=1), expected(P_MIXED), rtol=1e-5)
@@ -98,8 +99,9 @@ def passk_by_enumeration(rewards_row, k, eps):
     reward = {s: float(any(rewards_row[i] == 1 for i in s)) for s in subsets}
     rho = sum(reward.values()) / len(subsets)
     sigma = math.sqrt(sum((v - rho) ** 2 for v in reward.values()) / len(subsets))
-    return [sum((reward[s] - rho) / (sigma + eps) for s in subsets if i in s) / math.comb(n - 1, k - 1)
-            for i in range(n)]
+    return [
+        sum((reward[s] - rho) / (sigma + eps) for s in subsets if i in s) / math.comb(n - 1, k - 1) for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("n,k", [(8, 4), (6, 2), (5, 5), (7, 1)])
@@ -169,8 +171,23 @@ def test_agrae_suppression_damps_only_positive_advantages_by_min_1_omega_over_al
     np.testing.assert_array_equal(adv[shifted <= 0], shifted[shifted <= 0])
 
 
-@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo", "dgpo", "passk", "ha_dw", "a_grae",
-                                  "pos_dominant", "neg_dominant", "hard_focused", "easy_focused", "grpo_lead"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "grpo",
+        "dr_grpo",
+        "rloo",
+        "dgpo",
+        "passk",
+        "ha_dw",
+        "a_grae",
+        "pos_dominant",
+        "neg_dominant",
+        "hard_focused",
+        "easy_focused",
+        "grpo_lead",
+    ],
+)
 def test_identical_rewards_give_exactly_zero_advantage(name):
     rewards = np.vstack([binary_groups(4, [0, 4, 2]), np.full((1, 4), 1.0)])
     adv = get_estimator(name).advantages(rewards)

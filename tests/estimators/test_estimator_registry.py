@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 from benchctl.errors import BenchctlError, UnknownNameError
-from benchctl.estimators import (estimator_info, get_estimator, list_estimators, register_estimator,
-                                 registered_names, unregister_estimator)
+from benchctl.estimators import (
+    estimator_info,
+    get_estimator,
+    list_estimators,
+    register_estimator,
+    registered_names,
+    unregister_estimator,
+)
 from benchctl.estimators._common import hp
 
 

@@ -2,14 +2,23 @@
 
 import pytest
 
-from benchctl.augment import (ASPECTS, MQR_INSTRUCTIONS, MQRConfig, build_prompt, original_row,
-                              parse_reformulation, reformulated_row)
+from benchctl.augment import (
+    ASPECTS,
+    MQR_INSTRUCTIONS,
+    MQRConfig,
+    build_prompt,
+    original_row,
+    parse_reformulation,
+    reformulated_row,
+)
 from benchctl.errors import BenchctlError
 from benchctl.tasks import Problem
 
 QUESTION = "What is the sum of the roots of $x^2 - 5x + 6 = 0$?"
-LONG = ("In the kingdom of Arithmos, a royal engineer studies the polynomial $x^2 - 5x + 6$ while designing "
-        "a bridge. What is the sum of the roots of $x^2 - 5x + 6 = 0$?")
+LONG = (
+    "In the kingdom of Arithmos, a royal engineer studies the polynomial $x^2 - 5x + 6$ while designing "
+    "a bridge. What is the sum of the roots of $x^2 - 5x + 6 = 0$?"
+)
 
 
 def test_prompt_holds_the_verbatim_instruction_question_and_gold_for_each_aspect():
@@ -31,15 +40,18 @@ def test_untagged_output_drops_a_leading_label():
     assert parse_reformulation(f"**Reformulated question:** {LONG}", QUESTION) == (LONG, "kept")
 
 
-@pytest.mark.parametrize("output, finish, reason", [
-    ("<question>   </question>", "stop", "empty"),
-    ("", "stop", "empty"),
-    (f"<question>{QUESTION.upper()}  </question>", "stop", "unchanged"),
-    (f"<question>{LONG[:60]}", "length", "truncated"),
-    ("<question>Sum?</question>", "stop", "too_short"),
-    (f"<question>{LONG} The answer is \\boxed{{5}}.</question>", "stop", "leaks_answer"),
-    ("7+1=8", "stop", "too_short"),
-])
+@pytest.mark.parametrize(
+    "output, finish, reason",
+    [
+        ("<question>   </question>", "stop", "empty"),
+        ("", "stop", "empty"),
+        (f"<question>{QUESTION.upper()}  </question>", "stop", "unchanged"),
+        (f"<question>{LONG[:60]}", "length", "truncated"),
+        ("<question>Sum?</question>", "stop", "too_short"),
+        (f"<question>{LONG} The answer is \\boxed{{5}}.</question>", "stop", "leaks_answer"),
+        ("7+1=8", "stop", "too_short"),
+    ],
+)
 def test_bad_reformulations_are_rejected_with_a_reason(output, finish, reason):
     assert parse_reformulation(output, QUESTION, finish) == (None, reason)
 
@@ -47,12 +59,24 @@ def test_bad_reformulations_are_rejected_with_a_reason(output, finish, reason):
 def test_rows_follow_the_task_file_schema_and_keep_the_gold():
     problem = Problem("train/algebra/1.json", QUESTION, "5", {"level": 2, "subject": "Algebra", "solution": "s"})
     original = original_row(problem)
-    assert original == {"id": "train/algebra/1.json", "problem": QUESTION, "answer": "5", "level": 2,
-                        "subject": "Algebra", "solution": "s"}
+    assert original == {
+        "id": "train/algebra/1.json",
+        "problem": QUESTION,
+        "answer": "5",
+        "level": 2,
+        "subject": "Algebra",
+        "solution": "s",
+    }
     row = reformulated_row(problem, "subproblem", LONG)
-    assert row == {"id": "train/algebra/1.json#mqr-subproblem", "problem": LONG, "answer": "5",
-                   "source": "mqr:subproblem", "original_id": "train/algebra/1.json", "level": 2,
-                   "subject": "Algebra"}
+    assert row == {
+        "id": "train/algebra/1.json#mqr-subproblem",
+        "problem": LONG,
+        "answer": "5",
+        "source": "mqr:subproblem",
+        "original_id": "train/algebra/1.json",
+        "level": 2,
+        "subject": "Algebra",
+    }
 
 
 def test_config_rejects_unknown_aspects():
@@ -62,8 +86,9 @@ def test_config_rejects_unknown_aspects():
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_mqr_through_the_engine_writes_a_loadable_task_file_and_counts_every_output(wide_tiny_model, tmp_path,
-                                                                                   fixture_data_dir):
+def test_mqr_through_the_engine_writes_a_loadable_task_file_and_counts_every_output(
+    wide_tiny_model, tmp_path, fixture_data_dir
+):
     import json
 
     from typer.testing import CliRunner
@@ -72,8 +97,23 @@ def test_mqr_through_the_engine_writes_a_loadable_task_file_and_counts_every_out
     from benchctl.tasks import get_task
 
     out = tmp_path / "aug" / "math_train.jsonl"
-    result = CliRunner().invoke(app, ["augment", "mqr", "--model", str(wide_tiny_model), "--out", str(out),
-                                      "--limit", "2", "--data-dir", str(fixture_data_dir), "--max-tokens", "48"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "augment",
+            "mqr",
+            "--model",
+            str(wide_tiny_model),
+            "--out",
+            str(out),
+            "--limit",
+            "2",
+            "--data-dir",
+            str(fixture_data_dir),
+            "--max-tokens",
+            "48",
+        ],
+    )
     assert result.exit_code == 0, (result.exit_code, repr(result.exception), result.stderr[-800:])
     stats = json.loads(out.with_name("math_train.jsonl.stats.json").read_text())
     counts = stats["counts"]

@@ -38,10 +38,13 @@ def test_uneven_counts_report_pass_at_k_only_up_to_min_n(tmp_path):
     problems = get_task("arith").load(limit=3)
     rows = [{"problem_id": problems[0].id, "completion": problems[0].gold}] * 5
     rows += [{"problem_id": problems[1].id, "completion": "x"}] * 2
-    rows += [{"problem_id": problems[2].id, "completion": problems[2].gold}, {"problem_id": problems[2].id,
-                                                                              "completion": "0"}] * 2
-    config = GradeConfig(task="arith", samples=str(_write(tmp_path / "s.jsonl", rows)), out=str(tmp_path / "o"),
-                         ks=(1, 2, 4))
+    rows += [
+        {"problem_id": problems[2].id, "completion": problems[2].gold},
+        {"problem_id": problems[2].id, "completion": "0"},
+    ] * 2
+    config = GradeConfig(
+        task="arith", samples=str(_write(tmp_path / "s.jsonl", rows)), out=str(tmp_path / "o"), ks=(1, 2, 4)
+    )
     result = run_grade(config)
     assert result.notes == ("pass@k only for k <= min n = 2 (dropped k=4)",)
     summary = result.tasks[0].summary.to_pylist()
@@ -59,17 +62,22 @@ def test_per_sample_table_has_the_shared_schema_and_file_order(tmp_path):
     table = pq.read_table(tmp_path / "o" / "arith" / "samples")
     assert table.schema.equals(SAMPLE_SCHEMA)
     got = table.select(["sample_index", "correct", "reason"]).to_pylist()
-    assert got == [{"sample_index": 0, "correct": True, "reason": "correct"},
-                   {"sample_index": 1, "correct": False, "reason": "no_answer"},
-                   {"sample_index": 2, "correct": True, "reason": "correct"}]
+    assert got == [
+        {"sample_index": 0, "correct": True, "reason": "correct"},
+        {"sample_index": 1, "correct": False, "reason": "no_answer"},
+        {"sample_index": 2, "correct": True, "reason": "correct"},
+    ]
     assert table.column("num_tokens").null_count == 3
 
 
-@pytest.mark.parametrize("line, message", [
-    ("not json", "line 2: not JSON"),
-    ('{"problem_id": "arith-test-0-0"}', "line 2: need an object"),
-    ('{"problem_id": "nope", "completion": "1"}', "line 2: unknown problem_id 'nope'"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("not json", "line 2: not JSON"),
+        ('{"problem_id": "arith-test-0-0"}', "line 2: need an object"),
+        ('{"problem_id": "nope", "completion": "1"}', "line 2: unknown problem_id 'nope'"),
+    ],
+)
 def test_bad_line_is_one_error_naming_the_line(tmp_path, line, message):
     good = json.dumps({"problem_id": "arith-test-0-0", "completion": "1"})
     path = tmp_path / "s.jsonl"

@@ -23,8 +23,9 @@ def _grade(tmp_path, task, rows, data_dir, name):
     samples = tmp_path / f"{name}.jsonl"
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / name
-    result = CliRunner().invoke(app, ["grade", "--task", task, "--samples", str(samples), "--out", str(out),
-                                      "--data-dir", str(data_dir)])
+    result = CliRunner().invoke(
+        app, ["grade", "--task", task, "--samples", str(samples), "--out", str(out), "--data-dir", str(data_dir)]
+    )
     assert result.exit_code == 0, result.output
     return pq.read_table(out / task / "summary.parquet").to_pylist(), pq.read_table(out / task / "samples")
 
@@ -42,8 +43,11 @@ def test_math500_golds_in_a_box_grade_correct(tmp_path, real_data_dir):
 def test_math500_perturbed_integer_golds_grade_wrong(tmp_path, real_data_dir):
     every = _problems("math500", real_data_dir)
     problems = [p for p in every if re.fullmatch(r"-?\d+", p.gold)]
-    rows = [{"problem_id": p.id, "completion": f"The answer is $\\boxed{{{int(p.gold) + 1}}}$."}
-            for p in problems for _ in range(2)]
+    rows = [
+        {"problem_id": p.id, "completion": f"The answer is $\\boxed{{{int(p.gold) + 1}}}$."}
+        for p in problems
+        for _ in range(2)
+    ]
     summary, _ = _grade(tmp_path, "math500", rows, real_data_dir, "perturbed")
     assert summary[0]["problems"] == len(problems) > len(every) / 3
     assert [r["k"] for r in summary] == [1, 2]

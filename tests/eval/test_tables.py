@@ -6,15 +6,23 @@ import pytest
 
 from benchctl.grading.verdict import Verdict
 from benchctl.metrics import bootstrap_ci, pass_at_k
-from benchctl.results.tables import (SAMPLE_SCHEMA, SampleRow, collect_problem_stats, problem_table, sample_table,
-                                     summary_table)
+from benchctl.results.tables import (
+    SAMPLE_SCHEMA,
+    SampleRow,
+    collect_problem_stats,
+    problem_table,
+    sample_table,
+    summary_table,
+)
 
 
 def _part(rows):
     """rows: (problem_id, sample_index, extracted, correct)."""
     samples = [SampleRow(pid, j, f"completion {extracted}") for pid, j, extracted, _ in rows]
-    verdicts = [Verdict.of("correct" if ok else ("wrong" if extracted else "no_answer"), extracted)
-                for _, _, extracted, ok in rows]
+    verdicts = [
+        Verdict.of("correct" if ok else ("wrong" if extracted else "no_answer"), extracted)
+        for _, _, extracted, ok in rows
+    ]
     return sample_table(samples, verdicts)
 
 
@@ -42,8 +50,20 @@ def test_problem_and_summary_tables_match_the_metrics_directly():
     ks = (1, 2, 4, 8)
     problems = problem_table(ids, stats, ks)
     n, c = np.asarray(problems.column("n")), np.asarray(problems.column("c"))
-    assert problems.column_names == ["problem_id", "n", "c", "mean", "pass@1", "pass@2", "pass@4", "pass@8",
-                                     "maj@1", "maj@2", "maj@4", "maj@8"]
+    assert problems.column_names == [
+        "problem_id",
+        "n",
+        "c",
+        "mean",
+        "pass@1",
+        "pass@2",
+        "pass@4",
+        "pass@8",
+        "maj@1",
+        "maj@2",
+        "maj@4",
+        "maj@8",
+    ]
     np.testing.assert_allclose(np.asarray(problems.column("pass@4")), pass_at_k(n, c, 4))
     summary = summary_table(problems, ks, task="t", model="m", resamples=300, confidence=0.9, seed=1).to_pylist()
     assert [r["k"] for r in summary] == list(ks) and summary[0]["problems"] == 40

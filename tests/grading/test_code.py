@@ -14,18 +14,33 @@ from benchctl.grading.code import extract_code, grade_code, plan_problem
 from benchctl.grading.sandbox import run_python
 from benchctl.tasks.base import Problem
 
-ADD = Problem("toy-add", "add two numbers", "", {
-    "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"],
-    "test_setup_code": "", "challenge_test_list": ["assert add(10**20, 1) == 10**20 + 1"],
-    "code": "def add(a, b):\n    return a + b\n",
-})
-EVENS = Problem("toy-evens", "even numbers", "", {
-    "test_list": ["assert sorted(evens([1, 2, 3, 4])) == [2, 4]", "assert len(evens([2, 5, 2])) == 2",
-                  "assert int(count_evens([1, 2, 3, 4])) == 2"],
-    "test_setup_code": "", "challenge_test_list": [],
-    "code": "def evens(xs):\n    return [x for x in xs if x % 2 == 0]\n"
-            "def count_evens(xs):\n    return len(evens(xs))\n",
-})
+ADD = Problem(
+    "toy-add",
+    "add two numbers",
+    "",
+    {
+        "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"],
+        "test_setup_code": "",
+        "challenge_test_list": ["assert add(10**20, 1) == 10**20 + 1"],
+        "code": "def add(a, b):\n    return a + b\n",
+    },
+)
+EVENS = Problem(
+    "toy-evens",
+    "even numbers",
+    "",
+    {
+        "test_list": [
+            "assert sorted(evens([1, 2, 3, 4])) == [2, 4]",
+            "assert len(evens([2, 5, 2])) == 2",
+            "assert int(count_evens([1, 2, 3, 4])) == 2",
+        ],
+        "test_setup_code": "",
+        "challenge_test_list": [],
+        "code": "def evens(xs):\n    return [x for x in xs if x % 2 == 0]\n"
+        "def count_evens(xs):\n    return len(evens(xs))\n",
+    },
+)
 GOOD_ADD = "def add(a, b):\n    return a + b\n"
 
 
@@ -119,15 +134,18 @@ def test_infinite_loop_gives_timeout_within_budget():
     assert "wall clock 1s exceeded (0/4 calls done)" in verdict.detail
 
 
-@pytest.mark.parametrize(("text", "code"), [
-    ("```python\na = 1\n```\ntext\n```python\nb = 2\n```", "b = 2\n"),  # the last python block
-    ("```py\nx = 1\n```\n```bash\nls\n```", "x = 1\n"),  # tagged python beats a later shell block
-    ("```\nu = 1\n```", "u = 1\n"),  # else the last unlabelled block
-    ("```bash\nls\n```", None),  # fences, but none is Python
-    ("x = 3", "x = 3"),  # no fence: the whole text
-    ("```python\ndef f():\n    return 1", "def f():\n    return 1"),  # cut at max_tokens
-    ("   \n", None),
-])
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("```python\na = 1\n```\ntext\n```python\nb = 2\n```", "b = 2\n"),  # the last python block
+        ("```py\nx = 1\n```\n```bash\nls\n```", "x = 1\n"),  # tagged python beats a later shell block
+        ("```\nu = 1\n```", "u = 1\n"),  # else the last unlabelled block
+        ("```bash\nls\n```", None),  # fences, but none is Python
+        ("x = 3", "x = 3"),  # no fence: the whole text
+        ("```python\ndef f():\n    return 1", "def f():\n    return 1"),  # cut at max_tokens
+        ("   \n", None),
+    ],
+)
 def test_extract_code_takes_the_last_python_block(text, code):
     assert extract_code(text) == code
 
@@ -228,10 +246,16 @@ def test_identical_completions_share_one_run():
     assert len({v.reason for v in verdicts}) == 1 and len(verdicts) == 8
 
 
-@pytest.mark.parametrize("completion", [
-    "(" * 100_000, "\x00\x01\x02", "".join(" " * i + "if 1:\n" for i in range(150)) + " " * 150 + "pass",
-    "import ctypes\nctypes.string_at(0)\n", "def add(a, b):\n    return add(a, b)\n",
-])
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "(" * 100_000,
+        "\x00\x01\x02",
+        "".join(" " * i + "if 1:\n" for i in range(150)) + " " * 150 + "pass",
+        "import ctypes\nctypes.string_at(0)\n",
+        "def add(a, b):\n    return add(a, b)\n",
+    ],
+)
 def test_hostile_completions_never_raise(completion):
     verdict = grade_one(ADD, completion)
     assert not verdict.correct and verdict.reason == "error"

@@ -22,14 +22,22 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from benchctl.grading.math import grade_math
 
 BATCH = 40  # completions per hypothesis example
 EXAMPLES = 50  # x BATCH = 2,000 completions per run [our choice: ~1 min on 2 cores]
-FILES = ("math500.jsonl", "aime24.jsonl", "aime25.jsonl", "amc23.jsonl", "gsm8k_test.jsonl", "minerva_math.jsonl",
-         "olympiadbench.jsonl")
+FILES = (
+    "math500.jsonl",
+    "aime24.jsonl",
+    "aime25.jsonl",
+    "amc23.jsonl",
+    "gsm8k_test.jsonl",
+    "minerva_math.jsonl",
+    "olympiadbench.jsonl",
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +76,7 @@ def _perturbed(gold: str) -> str:
     if not numbers:
         return gold + "+1"
     last = numbers[-1]
-    return gold[: last.start()] + str(int(last.group()) + 1) + gold[last.end():]
+    return gold[: last.start()] + str(int(last.group()) + 1) + gold[last.end() :]
 
 
 def _thousands(gold: str) -> str:
@@ -76,12 +84,26 @@ def _thousands(gold: str) -> str:
 
 
 SPELLINGS = [
-    lambda g: g, lambda g: g, lambda g: g, _perturbed, _thousands,
-    lambda g: _thousands(g).replace(",", "{,}"), lambda g: g.replace("\\frac", "\\dfrac"),
-    lambda g: f"{g}\\text{{ cm}}", lambda g: f"{g} \\mbox{{ inches}}^2", lambda g: f"{g}\\%", lambda g: f"{g}%",
-    lambda g: f"\\${g}", lambda g: f"x = {g}", lambda g: f"\\text{{{g}}}", lambda g: f"{g}^\\circ",
-    lambda g: f"\\left( {g} \\right)", lambda g: f"[{g}, {_perturbed(g)}]", lambda g: f"({g}, {_perturbed(g)})",
-    lambda g: f"{g}.0", lambda g: f" {g} ",
+    lambda g: g,
+    lambda g: g,
+    lambda g: g,
+    _perturbed,
+    _thousands,
+    lambda g: _thousands(g).replace(",", "{,}"),
+    lambda g: g.replace("\\frac", "\\dfrac"),
+    lambda g: f"{g}\\text{{ cm}}",
+    lambda g: f"{g} \\mbox{{ inches}}^2",
+    lambda g: f"{g}\\%",
+    lambda g: f"{g}%",
+    lambda g: f"\\${g}",
+    lambda g: f"x = {g}",
+    lambda g: f"\\text{{{g}}}",
+    lambda g: f"{g}^\\circ",
+    lambda g: f"\\left( {g} \\right)",
+    lambda g: f"[{g}, {_perturbed(g)}]",
+    lambda g: f"({g}, {_perturbed(g)})",
+    lambda g: f"{g}.0",
+    lambda g: f" {g} ",
 ]
 
 
@@ -94,12 +116,39 @@ def answers(draw, golds: list[str], gold: str) -> str:
 # -- how an answer is written: box, display, separators, sentences (`@` marks where the value goes) ---------------
 DISPLAYS = ["$@$", "$$@$$", "\\[@\\]", "\\[\n@\n\\]", "\\(@\\)", "@", "@", " [ @ ] "]
 BOXES = ["\\boxed{@}"] * 8 + ["\\fbox{@}", "\\boxed {@}", "\\boxed @ $", "\\boxed*{@}"]
-SEPARATORS = [", ", " and ", ", and ", " or ", "; ", " \\quad \\text{and} \\quad ", "\\text{ for part (a) and }",
-              " \\text{ and } ", " \\\\ ", "\n\n", " then ", ",\\ ", "$ and $", "$, $", " \\qquad "]
-LEADS = ["Therefore, the final answer is", "So the answer is", "Hence", "Thus $x =", "The answer:",
-         "**Final Answer**\n", "Answer:", "", "We get", "The final answer is"]
-FEW_SHOT = ["\n\nFinal Answer: The final answer is @. I hope it is correct.",
-            "\nFinal Answer: The final answer is $@$. I hope it is correct."]
+SEPARATORS = [
+    ", ",
+    " and ",
+    ", and ",
+    " or ",
+    "; ",
+    " \\quad \\text{and} \\quad ",
+    "\\text{ for part (a) and }",
+    " \\text{ and } ",
+    " \\\\ ",
+    "\n\n",
+    " then ",
+    ",\\ ",
+    "$ and $",
+    "$, $",
+    " \\qquad ",
+]
+LEADS = [
+    "Therefore, the final answer is",
+    "So the answer is",
+    "Hence",
+    "Thus $x =",
+    "The answer:",
+    "**Final Answer**\n",
+    "Answer:",
+    "",
+    "We get",
+    "The final answer is",
+]
+FEW_SHOT = [
+    "\n\nFinal Answer: The final answer is @. I hope it is correct.",
+    "\nFinal Answer: The final answer is $@$. I hope it is correct.",
+]
 ENDINGS = ["", ".", "$.", " as required.", " percent", "%", " cm.", "}", "\n"] + FEW_SHOT
 
 
@@ -168,16 +217,30 @@ def math_verify_verdicts(pairs: list[tuple[str, str]]) -> list[bool]:
 
     config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
     with plain_math_verify():
-        return [bool(verify(parse(f"\\boxed{{{g}}}", config, parsing_timeout=None),
-                            parse(c, config, parsing_timeout=None), timeout_seconds=None)) for g, c in pairs]
+        return [
+            bool(
+                verify(
+                    parse(f"\\boxed{{{g}}}", config, parsing_timeout=None),
+                    parse(c, config, parsing_timeout=None),
+                    timeout_seconds=None,
+                )
+            )
+            for g, c in pairs
+        ]
 
 
 def test_hypothesis_completions_are_graded_exactly_as_math_verify_grades_them(corpus):
     golds, prose = corpus
 
     # no shrinking: a batch costs ~1 s and the assertion already lists every diverging item of it
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, phases=[Phase.generate],
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(batches(golds, prose))
     def check(pairs):
         ours = [v.correct for v in grade_math(pairs, workers=2, timeout=120.0)]

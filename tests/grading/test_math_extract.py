@@ -2,9 +2,9 @@
 
 import pytest
 
+from benchctl.grading import math as math_grading
 from benchctl.grading.math_extract import last_boxed, leading_integer, math_verify_box
 from benchctl.grading.math_worker import PROFILES
-from benchctl.grading import math as math_grading
 
 
 @pytest.mark.parametrize(
@@ -41,10 +41,18 @@ def test_math_verify_box_reads_the_only_box_when_math_verify_must_read_it(text, 
     [
         "$\\boxed{2}$ and $\\boxed{3}$",  # several boxes: math-verify may join them
         "\\boxed{255}. Final Answer: The final answer is $10,455$. I hope it is correct.",  # few-shot sentence wins
-        "\\fbox{7}", "\\boxed 5$", "\\boxed {5}", "\\boxed*{5}",  # not math-verify's box pattern
-        "$\\boxed{50}$ percent", "\\boxed{50}%",  # a percent word after the environment divides by 100
-        "\\boxed{a$b}", "\\boxed{(0, 1] \\cup x}", "\\boxed{x\\]}",  # an environment may close inside the box
-        "\\boxed{\\frac{1}{2}", "\\boxed{ }", "no box",
+        "\\fbox{7}",
+        "\\boxed 5$",
+        "\\boxed {5}",
+        "\\boxed*{5}",  # not math-verify's box pattern
+        "$\\boxed{50}$ percent",
+        "\\boxed{50}%",  # a percent word after the environment divides by 100
+        "\\boxed{a$b}",
+        "\\boxed{(0, 1] \\cup x}",
+        "\\boxed{x\\]}",  # an environment may close inside the box
+        "\\boxed{\\frac{1}{2}",
+        "\\boxed{ }",
+        "no box",
     ],
 )
 def test_math_verify_box_declines_whenever_math_verify_may_read_something_else(text):

@@ -1,14 +1,26 @@
 """The rational-literal fast path decides exactly what math-verify decides (checked against the worker path)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from benchctl.grading.math_fast import fast_reason, literal_value
+from benchctl.grading.math_fast import fast_reason, literal_sympy, literal_value
 from benchctl.grading.math_worker import grade_job
 
 
-@pytest.mark.parametrize("text, value", [("204", 204), (" -7 ", -7), ("025", 25), ("14/3", (14, 3)),
-                                         ("-\\frac{7}{12}", (-7, 12)), ("\\dfrac{-7}{12}", (-7, 12)),
-                                         ("\\frac12", (1, 2)), ("\\tfrac{3}{6}", (1, 2))])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("204", 204),
+        (" -7 ", -7),
+        ("025", 25),
+        ("14/3", (14, 3)),
+        ("-\\frac{7}{12}", (-7, 12)),
+        ("\\dfrac{-7}{12}", (-7, 12)),
+        ("\\frac12", (1, 2)),
+        ("\\tfrac{3}{6}", (1, 2)),
+    ],
+)
 def test_literals_are_read_exactly(text, value):
     from fractions import Fraction
 
@@ -28,9 +40,18 @@ def test_fast_verdicts_match_math_verify_on_real_literal_golds(benchmarks_dir):
     from benchctl.tasks import get_task
 
     golds = [p.gold for name in ("math500", "aime24", "amc23") for p in get_task(name).load(benchmarks_dir)]
-    pairs = [(g, a) for g in golds if literal_value(g) is not None
-             for a in (g, g.replace("\\frac", "\\dfrac"), str(literal_value(g) + 1).replace("/", "/"),
-                       f"{literal_value(g).numerator}/{literal_value(g).denominator}", "-" + g.lstrip("-"))]
+    pairs = [
+        (g, a)
+        for g in golds
+        if literal_value(g) is not None
+        for a in (
+            g,
+            g.replace("\\frac", "\\dfrac"),
+            str(literal_value(g) + 1).replace("/", "/"),
+            f"{literal_value(g).numerator}/{literal_value(g).denominator}",
+            "-" + g.lstrip("-"),
+        )
+    ]
     assert len(pairs) > 1000
     decided = [(g, a, fast_reason(g, a)) for g, a in pairs]
     checked = [(g, a, r) for g, a, r in decided if r is not None]
@@ -40,9 +61,6 @@ def test_fast_verdicts_match_math_verify_on_real_literal_golds(benchmarks_dir):
 
 
 # -- literal_sympy: srepr-identical to latex2sympy wherever it answers ------------------------------------------
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
-from benchctl.grading.math_fast import literal_sympy  # noqa: E402
 
 
 def _latex2sympy(text):
@@ -62,15 +80,29 @@ _DIGITS = st.from_regex(r"0{0,2}[0-9]{1,6}", fullmatch=True)
 _ATOM = st.one_of(
     _DIGITS,
     st.builds(lambda a, b: f"{a}.{b}", st.from_regex(r"[0-9]{0,4}", fullmatch=True), _DIGITS),
-    st.builds(lambda s1, a, s2, b: f"\\frac{{{s1}{a}}}{{{s2}{b}}}", st.sampled_from(["", "-"]), _DIGITS,
-              st.sampled_from(["", "-"]), _DIGITS),
+    st.builds(
+        lambda s1, a, s2, b: f"\\frac{{{s1}{a}}}{{{s2}{b}}}",
+        st.sampled_from(["", "-"]),
+        _DIGITS,
+        st.sampled_from(["", "-"]),
+        _DIGITS,
+    ),
     st.just("\\infty"),
 )
-_ELEMENT = st.builds(lambda sp1, sign, sp2, atom, sp3: f"{sp1}{sign}{sp2}{atom}{sp3}",
-                     _SPACE, st.sampled_from(["", "", "-"]), _SPACE, _ATOM, _SPACE)
-_STRUCTURE = st.builds(lambda open_, elements, close: f"{open_}{','.join(elements)}{close}",
-                       st.sampled_from(["", "(", "[", "(", "\\{", "{"]), st.lists(_ELEMENT, min_size=1, max_size=5),
-                       st.sampled_from(["", ")", "]", ")", "\\}", "}"]))
+_ELEMENT = st.builds(
+    lambda sp1, sign, sp2, atom, sp3: f"{sp1}{sign}{sp2}{atom}{sp3}",
+    _SPACE,
+    st.sampled_from(["", "", "-"]),
+    _SPACE,
+    _ATOM,
+    _SPACE,
+)
+_STRUCTURE = st.builds(
+    lambda open_, elements, close: f"{open_}{','.join(elements)}{close}",
+    st.sampled_from(["", "(", "[", "(", "\\{", "{"]),
+    st.lists(_ELEMENT, min_size=1, max_size=5),
+    st.sampled_from(["", ")", "]", ")", "\\}", "}"]),
+)
 
 
 @settings(max_examples=600, deadline=None)
@@ -83,10 +115,37 @@ def test_literal_structures_are_built_exactly_as_latex2sympy_builds_them(text):
         assert sympy.srepr(value) == _latex2sympy(text)
 
 
-@pytest.mark.parametrize("text", ["(2,4)", "(15,-29)", "(2,2)", "(3,3]", "[3,3]", "[4,3]", "(3,4]", "[1, 2)",
-                                  "(-\\infty, 0]", "(2,\\infty)", "(\\infty, 2)", "(-\\infty,\\infty)", "-2,1",
-                                  "3, 5, 7", "1,5,5", "(1,-16,-4,43)", "( 0.5 , \\frac{7}{2} )", "\\frac{3}{-2}",
-                                  "\\frac{4}{2}", "007", "00.5", "0.10", "3.000", "- 2", ".25", "-1.5"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(2,4)",
+        "(15,-29)",
+        "(2,2)",
+        "(3,3]",
+        "[3,3]",
+        "[4,3]",
+        "(3,4]",
+        "[1, 2)",
+        "(-\\infty, 0]",
+        "(2,\\infty)",
+        "(\\infty, 2)",
+        "(-\\infty,\\infty)",
+        "-2,1",
+        "3, 5, 7",
+        "1,5,5",
+        "(1,-16,-4,43)",
+        "( 0.5 , \\frac{7}{2} )",
+        "\\frac{3}{-2}",
+        "\\frac{4}{2}",
+        "007",
+        "00.5",
+        "0.10",
+        "3.000",
+        "- 2",
+        ".25",
+        "-1.5",
+    ],
+)
 def test_literal_edge_shapes_match_latex2sympy(text):
     import sympy
 
@@ -94,8 +153,29 @@ def test_literal_edge_shapes_match_latex2sympy(text):
     assert value is not None and sympy.srepr(value) == _latex2sympy(text)
 
 
-@pytest.mark.parametrize("text", ["1,500", "(1,500)", "2,000.5", "(5)", "[1,2,3]", "\\frac{1}{0}", "\\frac12",
-                                  "1e5", "--2", "\\{1,2\\}", "x", "1+2", "(1,2", "", "(,)", "1.", "2^3", "10\\%"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1,500",
+        "(1,500)",
+        "2,000.5",
+        "(5)",
+        "[1,2,3]",
+        "\\frac{1}{0}",
+        "\\frac12",
+        "1e5",
+        "--2",
+        "\\{1,2\\}",
+        "x",
+        "1+2",
+        "(1,2",
+        "",
+        "(,)",
+        "1.",
+        "2^3",
+        "10\\%",
+    ],
+)
 def test_other_shapes_are_left_to_latex2sympy(text):
     assert literal_sympy(text) is None
 
@@ -108,8 +188,11 @@ def test_literal_parse_agrees_on_every_real_gold_and_perturbation(benchmarks_dir
     from benchctl.tasks import get_task
 
     golds = [p.gold for name in ("math500", "aime24", "amc23") for p in get_task(name).load(benchmarks_dir)]
-    texts = {t for g in golds for t in (g, re.sub(r"\d+", lambda m: str(int(m.group()) + 1), g),
-                                       g.replace(",", " , "), "-" + g)}
+    texts = {
+        t
+        for g in golds
+        for t in (g, re.sub(r"\d+", lambda m: str(int(m.group()) + 1), g), g.replace(",", " , "), "-" + g)
+    }
     covered = [(t, literal_sympy(t)) for t in sorted(texts)]
     covered = [(t, v) for t, v in covered if v is not None]
     assert len(covered) > 500
@@ -148,13 +231,52 @@ def test_latex_that_fails_to_parse_is_parsed_once_and_fails_the_same_way_again(m
 
 
 # -- structure_sympy: tuples / intervals / lists of plain expressions, parsed part by part -------------------------
-_PARTS = ["3", "-2", "0.5", "\\frac{3}{4}", "\\infty", "-\\infty", "\\sqrt{3}", "-\\sqrt{3}", "2\\sqrt{5}", "\\pi",
-          "\\frac{\\pi}{2}", "\\frac{\\pi^2}{8}", "\\frac{5 \\pi^2}{4}", "x", "2x+1", "a", "e", "i", "1+2i", "\\sin x",
-          "x^2", "f(1,2)", "\\frac{1+\\sqrt{5}}{2}", "10\\%", "k", "-b", "\\log 2", "|x|", "3!", "\\pm 1", "x=1",
-          "\\{1\\}", "\\text{cm}", "1,500", "(1,2)", "\\emptyset", ""]
-_GENERAL = st.builds(lambda open_, parts, close, sep: f"{open_}{sep.join(parts)}{close}",
-                     st.sampled_from(["", "(", "[", "("]), st.lists(st.sampled_from(_PARTS), min_size=2, max_size=4),
-                     st.sampled_from(["", ")", "]", ")"]), st.sampled_from([",", ", ", " , "]))
+_PARTS = [
+    "3",
+    "-2",
+    "0.5",
+    "\\frac{3}{4}",
+    "\\infty",
+    "-\\infty",
+    "\\sqrt{3}",
+    "-\\sqrt{3}",
+    "2\\sqrt{5}",
+    "\\pi",
+    "\\frac{\\pi}{2}",
+    "\\frac{\\pi^2}{8}",
+    "\\frac{5 \\pi^2}{4}",
+    "x",
+    "2x+1",
+    "a",
+    "e",
+    "i",
+    "1+2i",
+    "\\sin x",
+    "x^2",
+    "f(1,2)",
+    "\\frac{1+\\sqrt{5}}{2}",
+    "10\\%",
+    "k",
+    "-b",
+    "\\log 2",
+    "|x|",
+    "3!",
+    "\\pm 1",
+    "x=1",
+    "\\{1\\}",
+    "\\text{cm}",
+    "1,500",
+    "(1,2)",
+    "\\emptyset",
+    "",
+]
+_GENERAL = st.builds(
+    lambda open_, parts, close, sep: f"{open_}{sep.join(parts)}{close}",
+    st.sampled_from(["", "(", "[", "("]),
+    st.lists(st.sampled_from(_PARTS), min_size=2, max_size=4),
+    st.sampled_from(["", ")", "]", ")"]),
+    st.sampled_from([",", ", ", " , "]),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -169,9 +291,23 @@ def test_structures_of_plain_parts_are_built_exactly_as_latex2sympy_builds_them(
         assert sympy.srepr(value) == _latex2sympy(text)
 
 
-@pytest.mark.parametrize("text", ["[ \\frac{\\pi^2}{8} , \\frac{5 \\pi^2}{9} ]", "(-\\sqrt{3}, \\sqrt{6})",
-                                  "( 3, \\frac{\\pi}{2} )", "(x, y)", "(1, i)", "(1+2i, 3)", "(e, \\pi)", "[x, x]",
-                                  "(3, \\sqrt{5})", "(f(1,2), 3)", "(-\\infty, \\sqrt{2}]", "\\frac{1}{2}, \\sqrt{2}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[ \\frac{\\pi^2}{8} , \\frac{5 \\pi^2}{9} ]",
+        "(-\\sqrt{3}, \\sqrt{6})",
+        "( 3, \\frac{\\pi}{2} )",
+        "(x, y)",
+        "(1, i)",
+        "(1+2i, 3)",
+        "(e, \\pi)",
+        "[x, x]",
+        "(3, \\sqrt{5})",
+        "(f(1,2), 3)",
+        "(-\\infty, \\sqrt{2}]",
+        "\\frac{1}{2}, \\sqrt{2}",
+    ],
+)
 def test_plain_part_structures_match_latex2sympy(text):
     import sympy
 
@@ -181,8 +317,21 @@ def test_plain_part_structures_match_latex2sympy(text):
     assert value is not None and sympy.srepr(value) == _latex2sympy(text)
 
 
-@pytest.mark.parametrize("text", ["(2,12) \\cup (12,102)", "(1, \\pm 2)", "x=1, y=2", "(\\{1\\}, 2)", "(1,500)",
-                                  "[1, 2, 3]", "(a+5)(b+2)", "\\text{A}, \\text{B}", "(1, )", "1 < x, 2"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(2,12) \\cup (12,102)",
+        "(1, \\pm 2)",
+        "x=1, y=2",
+        "(\\{1\\}, 2)",
+        "(1,500)",
+        "[1, 2, 3]",
+        "(a+5)(b+2)",
+        "\\text{A}, \\text{B}",
+        "(1, )",
+        "1 < x, 2",
+    ],
+)
 def test_structures_with_other_parts_are_left_to_latex2sympy(text):
     from benchctl.grading.math_worker import structure_sympy
 
@@ -195,21 +344,33 @@ def test_structure_parse_agrees_on_every_real_comma_gold(benchmarks_dir):
     from benchctl.grading.math_worker import structure_sympy
     from benchctl.tasks import get_task
 
-    golds = {p.gold for name in ("math500", "aime24", "amc23", "olympiadbench") for p in get_task(name).load(benchmarks_dir)}
+    golds = {
+        p.gold for name in ("math500", "aime24", "amc23", "olympiadbench") for p in get_task(name).load(benchmarks_dir)
+    }
     covered = [(g, structure_sympy(g)) for g in sorted(golds) if "," in g]
     covered = [(g, v) for g, v in covered if v is not None]
     assert len(covered) > 30
     assert [g for g, v in covered if sympy.srepr(v) != _latex2sympy(g)] == []
 
 
-_UNION_PART = st.builds(lambda o, a, b, c: f"{o}{a}, {b}{c}", st.sampled_from(["(", "["]),
-                        st.sampled_from(["-\\infty", "-2", "0", "\\frac{1}{2}", "\\sqrt{3}", "x", "7"]),
-                        st.sampled_from(["\\infty", "3", "0", "\\frac{5}{2}", "2\\pi", "y", "-1"]), st.sampled_from([")", "]"]))
+_UNION_PART = st.builds(
+    lambda o, a, b, c: f"{o}{a}, {b}{c}",
+    st.sampled_from(["(", "["]),
+    st.sampled_from(["-\\infty", "-2", "0", "\\frac{1}{2}", "\\sqrt{3}", "x", "7"]),
+    st.sampled_from(["\\infty", "3", "0", "\\frac{5}{2}", "2\\pi", "y", "-1"]),
+    st.sampled_from([")", "]"]),
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(_UNION_PART, st.sampled_from(["(1, 2, 3)", "[0, 1, 2]", "(2)", "\\{1\\}", "5", "(1, i)"])),
-                min_size=2, max_size=4), st.sampled_from(["\\cup", " \\cup ", "\\cap", "\\setminus"]))
+@given(
+    st.lists(
+        st.one_of(_UNION_PART, st.sampled_from(["(1, 2, 3)", "[0, 1, 2]", "(2)", "\\{1\\}", "5", "(1, i)"])),
+        min_size=2,
+        max_size=4,
+    ),
+    st.sampled_from(["\\cup", " \\cup ", "\\cap", "\\setminus"]),
+)
 def test_unions_of_structures_are_built_exactly_as_latex2sympy_builds_them(parts, op):
     import sympy
 
@@ -221,8 +382,17 @@ def test_unions_of_structures_are_built_exactly_as_latex2sympy_builds_them(parts
         assert sympy.srepr(value) == _latex2sympy(text)
 
 
-@pytest.mark.parametrize("text", ["(0,9) \\cup (9,36)", "(-\\infty, 2) \\cup (3, \\infty)", "[1,2]\\cup[3,4]\\cup(5,6)",
-                                  "(1,2,3) \\cup [0, \\frac{\\pi}{2}]", "[5,2] \\cup (3,3)", "(-\\infty,-1] \\cup [x, y)"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(0,9) \\cup (9,36)",
+        "(-\\infty, 2) \\cup (3, \\infty)",
+        "[1,2]\\cup[3,4]\\cup(5,6)",
+        "(1,2,3) \\cup [0, \\frac{\\pi}{2}]",
+        "[5,2] \\cup (3,3)",
+        "(-\\infty,-1] \\cup [x, y)",
+    ],
+)
 def test_union_shapes_match_latex2sympy(text):
     import sympy
 
@@ -232,8 +402,18 @@ def test_union_shapes_match_latex2sympy(text):
     assert value is not None and sympy.srepr(value) == _latex2sympy(text)
 
 
-@pytest.mark.parametrize("text", ["(1,i) \\cup (2,3)", "(1,2) \\cap (0,3)", "\\{1\\} \\cup (2,3)", "x \\in (1,2) \\cup (3,4)",
-                                  "5 \\cup (1,2)", "(1,2) \\cup (3,4) \\setminus \\{3\\}", "(1,2)"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(1,i) \\cup (2,3)",
+        "(1,2) \\cap (0,3)",
+        "\\{1\\} \\cup (2,3)",
+        "x \\in (1,2) \\cup (3,4)",
+        "5 \\cup (1,2)",
+        "(1,2) \\cup (3,4) \\setminus \\{3\\}",
+        "(1,2)",
+    ],
+)
 def test_other_unions_are_left_to_latex2sympy(text):
     from benchctl.grading.math_worker import union_sympy
 
@@ -246,7 +426,9 @@ def test_union_parse_agrees_on_every_real_union_gold(benchmarks_dir):
     from benchctl.grading.math_worker import union_sympy
     from benchctl.tasks import get_task
 
-    golds = {p.gold for name in ("math500", "aime24", "amc23", "olympiadbench") for p in get_task(name).load(benchmarks_dir)}
+    golds = {
+        p.gold for name in ("math500", "aime24", "amc23", "olympiadbench") for p in get_task(name).load(benchmarks_dir)
+    }
     covered = [(g, union_sympy(g)) for g in sorted(golds) if "\\cup" in g]
     covered = [(g, v) for g, v in covered if v is not None]
     assert len(covered) >= 3

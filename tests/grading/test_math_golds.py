@@ -18,13 +18,18 @@ BENCHMARKS = ["math500", "aime24", "aime25", "amc23", "minerva", "olympiadbench"
 PERTURBED_STILL_CORRECT = {
     "math500": {
         # number-base subscripts are dropped by math-verify: 52_8 == 52_9
-        "test/number_theory/864.json", "test/number_theory/46.json", "test/number_theory/516.json",
-        "test/number_theory/847.json", "test/number_theory/1257.json", "test/number_theory/368.json",
+        "test/number_theory/864.json",
+        "test/number_theory/46.json",
+        "test/number_theory/516.json",
+        "test/number_theory/847.json",
+        "test/number_theory/1257.json",
+        "test/number_theory/368.json",
         # units are stripped with their exponent: 864 inches^2 == 864 inches^3
-        "test/geometry/473.json", "test/prealgebra/1114.json",
+        "test/geometry/473.json",
+        "test/prealgebra/1114.json",
     },
     "minerva": {
-        "minerva-261",  # the gold parses to the constant 2 (math-verify keeps only a fragment), so does the variant
+        "minerva-261"  # the gold parses to the constant 2 (math-verify keeps only a fragment), so does the variant
     },
     "olympiadbench": {
         "olympiadbench-2212",  # symbols are case-folded: N=n becomes n=n, and N=n+1 compares equal
@@ -42,7 +47,7 @@ def perturb(gold: str) -> str:
     numbers = list(re.finditer(r"\d+", text))
     if numbers:
         last = numbers[-1]
-        return text[: last.start()] + str(int(last.group()) + 1) + text[last.end():]
+        return text[: last.start()] + str(int(last.group()) + 1) + text[last.end() :]
     return text + "+1"
 
 
@@ -50,14 +55,24 @@ def rewritings(gold: str) -> list[str]:
     """Equivalent completions: boxed with spaces, unboxed prose, `.0`, `\\text{}`, units; fraction forms."""
     g, out = gold.strip(), []
     if re.fullmatch(r"-?\d+", g):
-        out += [f"\\boxed{{ {g} }}", f"The answer is {g}.", f"\\boxed{{{g}.0}}", f"\\boxed{{\\text{{{g}}}}}",
-                f"so $\\boxed{{{g}}}$ units", f"\\boxed{{{g}\\text{{ cm}}}}"]
+        out += [
+            f"\\boxed{{ {g} }}",
+            f"The answer is {g}.",
+            f"\\boxed{{{g}.0}}",
+            f"\\boxed{{\\text{{{g}}}}}",
+            f"so $\\boxed{{{g}}}$ units",
+            f"\\boxed{{{g}\\text{{ cm}}}}",
+        ]
     match = _FRAC.fullmatch(g)
     if match:
         sign, a, b = match.group(1), int(match.group(2)), int(match.group(3))
-        out += [f"\\boxed{{{sign}{a}/{b}}}", f"\\boxed{{{sign}\\dfrac{{{a}}}{{{b}}}}}",
-                f"\\boxed{{{sign}\\tfrac{{{a}}}{{{b}}}}}", f"\\boxed{{ {sign}\\frac {{{a}}} {{{b}}} }}",
-                f"the answer is ${sign}\\frac{{{a}}}{{{b}}}$"]
+        out += [
+            f"\\boxed{{{sign}{a}/{b}}}",
+            f"\\boxed{{{sign}\\dfrac{{{a}}}{{{b}}}}}",
+            f"\\boxed{{{sign}\\tfrac{{{a}}}{{{b}}}}}",
+            f"\\boxed{{ {sign}\\frac {{{a}}} {{{b}}} }}",
+            f"the answer is ${sign}\\frac{{{a}}}{{{b}}}$",
+        ]
         if a < 10 and b < 10:
             out.append(f"\\boxed{{{sign}\\frac{a}{b}}}")
         if all(p in (2, 5) for p in _prime_factors(b)):

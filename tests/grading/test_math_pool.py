@@ -47,8 +47,9 @@ def test_in_process_mode_gives_the_same_verdicts_as_the_pool():
 
 def test_grading_from_a_non_main_thread_works():
     out = []
-    thread = threading.Thread(target=lambda: out.extend(grade_math([("2", "\\boxed{2}"), ("2", PATHOLOGICAL)],
-                                                                    timeout=1.0)))
+    thread = threading.Thread(
+        target=lambda: out.extend(grade_math([("2", "\\boxed{2}"), ("2", PATHOLOGICAL)], timeout=1.0))
+    )
     thread.start()
     thread.join(30)
     assert [v.reason for v in out] == ["correct", "timeout"]

@@ -13,16 +13,25 @@ from benchctl.tasks.base import Problem
 FEW_SHOT = "So $n = \\boxed{255}$ terms.\nFinal Answer: The final answer is $10,455$. I hope it is correct."
 TABLE = [
     # -- extraction: the LAST box wins; truncated (unbalanced) box falls back ------------------------------------------
-    ("math500", "\\frac{14}{3}", "First \\boxed{3}.\n\nWait, that is wrong. Redo the computation carefully: the sum is "
-     "$\\frac{14}{3}$, so the answer is \\boxed{\\frac{14}{3}}", "correct"),
+    (
+        "math500",
+        "\\frac{14}{3}",
+        "First \\boxed{3}.\n\nWait, that is wrong. Redo the computation carefully: the sum is "
+        "$\\frac{14}{3}$, so the answer is \\boxed{\\frac{14}{3}}",
+        "correct",
+    ),
     ("math500", "\\frac{14}{3}", "\\boxed{\\frac{14}{3}} but later \\boxed{3}", "wrong"),
     ("math500", "\\frac{1}{2}", "\\boxed 0.5$", "correct"),  # not a box for math-verify; its number fallback reads 0.5
     ("math500", "\\frac{1}{2}", "\\boxed{\\frac{1}{2", "parse_error"),
     # -- math-verify fidelity (found by test_math_differential.py; benchctl's old verdict in the comment) -------------
     # boxes joined by a separator within 70 characters are ONE set answer (extract_boxed_content "last" mode)
     ("math500", "\\frac{14}{3}", "First \\boxed{3}, then corrected: \\boxed{\\frac{14}{3}}", "wrong"),  # was correct
-    ("olympiadbench", "(2, 2), (6, 2)", "The solutions are \\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}",
-     "correct"),  # was wrong (issue 10)
+    (
+        "olympiadbench",
+        "(2, 2), (6, 2)",
+        "The solutions are \\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}",
+        "correct",
+    ),  # was wrong (issue 10)
     ("olympiadbench", "(2, 2), (6, 2)", "\\[ \\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)} \\]", "correct"),
     ("olympiadbench", "69, 84", "\\boxed{69} \\text{ for part (a) and } \\boxed{84}", "correct"),  # was wrong
     ("olympiadbench", "69, 84", "\\boxed{69}; \\boxed{84}", "correct"),  # was wrong
@@ -101,5 +110,7 @@ def test_regression_table_row(task_name, gold, prediction, reason):
 @pytest.mark.parametrize("gold, tolerance_ok, tolerance_bad", [("4.2", "4.25", "4.35")])
 def test_olympiad_stated_tolerance_accepts_within_and_rejects_beyond(gold, tolerance_ok, tolerance_bad):
     problem = Problem("olympiadbench-2592", "q", gold, {"error": "1e-1"})
-    ok, bad = get_task("olympiadbench").grade([(problem, f"\\boxed{{{tolerance_ok}}}"), (problem, f"\\boxed{{{tolerance_bad}}}")])
+    ok, bad = get_task("olympiadbench").grade(
+        [(problem, f"\\boxed{{{tolerance_ok}}}"), (problem, f"\\boxed{{{tolerance_bad}}}")]
+    )
     assert (ok.reason, ok.detail, bad.reason) == ("correct", "within tolerance 0.1", "wrong")

@@ -262,8 +262,14 @@ def test_expression_values_come_back_as_fresh_builtin_values():
     res = run(
         "import collections\nclass Eq:\n    def __eq__(self, o): return True\nclass I(int): pass\n"
         "loop = []\nloop.append(loop)\n",
-        expressions=["[1, (2.5, 'a\\nb'), {3: None}, {1, 2}, 2j, b'x', -(10**5000)]",
-                     "collections.Counter('aab')", "Eq()", "I(3)", "loop", "1/0"],
+        expressions=[
+            "[1, (2.5, 'a\\nb'), {3: None}, {1, 2}, 2j, b'x', -(10**5000)]",
+            "collections.Counter('aab')",
+            "Eq()",
+            "I(3)",
+            "loop",
+            "1/0",
+        ],
     )
     vals = [o.value for o in res.outcomes[:2]]
     assert vals == [[1, (2.5, "a\nb"), {3: None}, {1, 2}, 2j, b"x", -(10**5000)], {"a": 2, "b": 1}]
@@ -285,8 +291,14 @@ def test_channel_records_out_of_order_are_a_protocol_error():
     hello = b"{'hello': {'net': True}}\n"
     ok = parse_channel(hello + b"{'i': 0, 'v': ['i', 'a']}\n{'done': 1}\n", 1)
     assert ok.done and ok.outcomes[0].value == 10 and not ok.protocol_error
-    for bad in (b"{'i': 1, 'v': None}\n", b"{'i': 0, 'v': None}\n{'i': 0, 'v': None}\n", b"{'done': 1}\n",
-                b"{'i': 0, 'v': ['S', ['l']]}\n", b"{'i': 0, 'v': 5}\n", b"__import__('os')\n"):
+    for bad in (
+        b"{'i': 1, 'v': None}\n",
+        b"{'i': 0, 'v': None}\n{'i': 0, 'v': None}\n",
+        b"{'done': 1}\n",
+        b"{'i': 0, 'v': ['S', ['l']]}\n",
+        b"{'i': 0, 'v': 5}\n",
+        b"__import__('os')\n",
+    ):
         assert parse_channel(hello + bad, 1).protocol_error
     assert parse_channel(b"{'i': 0, 'v': None}\n", 1).protocol_error  # no hello first
     cut = parse_channel(hello + b"{'i': 0, 'v': ['i', '1']}\n{'i': 1, 'v'", 2)
@@ -300,8 +312,12 @@ def test_isolation_flags_match_the_platform():
         assert res.processes_isolated and res.notes == ()
     else:
         assert not res.privileges_dropped and not res.filesystem_isolated
-    off = run("pass", limits=SandboxLimits(isolate_network=False, isolate_filesystem=False, drop_privileges=False,
-                                           isolate_processes=False))
+    off = run(
+        "pass",
+        limits=SandboxLimits(
+            isolate_network=False, isolate_filesystem=False, drop_privileges=False, isolate_processes=False
+        ),
+    )
     assert not (off.network_isolated or off.filesystem_isolated or off.privileges_dropped or off.processes_isolated)
 
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from benchctl.errors import BenchctlError
-from benchctl.lab import BanditConfig, run_bandit
-from benchctl.lab import policy
+from benchctl.lab import BanditConfig, policy, run_bandit
 from benchctl.lab.bandit import simulate_run
 from benchctl.lab.specs import outcome_advantages, parse_estimators
 
@@ -125,8 +124,10 @@ def test_findings_report_each_claim_with_a_verdict():
     assert findings["F3"]["verdict"] == "holds"
     assert findings["F2"]["verdict"].startswith("does not hold")
     assert findings["F11"]["verdict"] == "not run"
-    assert all(f["verdict"] in ("holds", "inconclusive", "not run", "n/a") or f["verdict"].startswith("does not hold")
-               for f in findings.values())
+    assert all(
+        f["verdict"] in ("holds", "inconclusive", "not run", "n/a") or f["verdict"].startswith("does not hold")
+        for f in findings.values()
+    )
 
 
 def test_stateful_estimators_train_in_sampled_mode():

@@ -54,7 +54,9 @@ def test_degenerate_probability_matches_simulated_groups():
         se = np.sqrt(0.25 / 200_000)
         assert abs(wrong - all_wrong_probability(p, G)) < 5 * se
         assert abs(right - all_correct_probability(p, G)) < 5 * se
-        assert degenerate_probability(p, G) == pytest.approx(all_wrong_probability(p, G) + all_correct_probability(p, G))
+        assert degenerate_probability(p, G) == pytest.approx(
+            all_wrong_probability(p, G) + all_correct_probability(p, G)
+        )
 
 
 def test_beta_moments_match_monte_carlo_over_prompt_difficulties():

@@ -34,8 +34,13 @@ FIRST, SECOND = "tiny-grpo-G4-s3", "tiny-ha_dw-lambda_scale=1.5-G4-s3"
 
 def _matrix(path: Path, results: Path) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("benchctl")  # the venv's console script
-    return subprocess.Popen([str(exe), "--no-progress", "matrix", "run", str(path), "--results", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        [str(exe), "--no-progress", "matrix", "run", str(path), "--results", str(results)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _finish(proc: subprocess.Popen) -> None:
@@ -51,8 +56,11 @@ def _statuses(results: Path) -> dict[str, str]:
 
 
 def _files(run: Path) -> dict[str, tuple[int, str]]:
-    return {str(p.relative_to(run)): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(run.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(run)): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(run.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_killed_matrix_rerun_keeps_finished_cells_and_ends_with_the_uninterrupted_index(tmp_path):
@@ -63,8 +71,10 @@ def test_killed_matrix_rerun_keeps_finished_cells_and_ends_with_the_uninterrupte
     proc = _matrix(spec, killed)
     deadline = time.monotonic() + 600
     # kill once the first cell is done and the second has written a checkpoint (mid-training)
-    while not (_statuses(killed).get(FIRST) == "done"
-               and train_run.latest_checkpoint_step(killed / "runs" / SECOND) is not None):
+    while not (
+        _statuses(killed).get(FIRST) == "done"
+        and train_run.latest_checkpoint_step(killed / "runs" / SECOND) is not None
+    ):
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         assert time.monotonic() < deadline, "the matrix never reached the second cell"
         time.sleep(0.05)

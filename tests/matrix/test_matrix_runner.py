@@ -9,13 +9,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchctl.errors import BenchctlError
-from benchctl.matrix import parse_matrix, run_matrix
-from benchctl.matrix import runner
+from benchctl.matrix import parse_matrix, run_matrix, runner
 from benchctl.results.index import read_index
 from benchctl.results.train_run import write_config
 
-SPEC = {"estimators": {"grpo": {}, "dr_grpo": {}, "ha_dw": {"lambda_scale": [1.3]}}, "group_sizes": [4],
-        "seeds": [0], "train": {"steps": 2}, "eval": {"tasks": ["arith"], "n": 2, "k": [1]}}
+SPEC = {
+    "estimators": {"grpo": {}, "dr_grpo": {}, "ha_dw": {"lambda_scale": [1.3]}},
+    "group_sizes": [4],
+    "seeds": [0],
+    "train": {"steps": 2},
+    "eval": {"tasks": ["arith"], "n": 2, "k": [1]},
+}
 
 
 class FakeWork:
@@ -50,6 +54,7 @@ def fake(monkeypatch):
         monkeypatch.setattr(runner, "train_cell", work.train)
         monkeypatch.setattr(runner, "evaluate_cell", work.evaluate)
         return work
+
     return install
 
 
@@ -59,14 +64,19 @@ def test_failed_cell_is_recorded_with_reason_and_the_others_finish(tmp_path, fak
     outcome = run_matrix(spec, tmp_path)
     assert [o.status for o in outcome.outcomes] == ["done", "failed", "done"]
     index = read_index(tmp_path).to_pylist()
-    assert [(r["run"], r["status"]) for r in index] == [("runs/tiny-grpo-G4-s0", "done"),
-                                                         ("runs/tiny-dr_grpo-G4-s0", "failed"),
-                                                         ("runs/tiny-ha_dw-lambda_scale=1.3-G4-s0", "done")]
+    assert [(r["run"], r["status"]) for r in index] == [
+        ("runs/tiny-grpo-G4-s0", "done"),
+        ("runs/tiny-dr_grpo-G4-s0", "failed"),
+        ("runs/tiny-ha_dw-lambda_scale=1.3-G4-s0", "done"),
+    ]
     assert index[1]["reason"] == "boom in tiny-dr_grpo-G4-s0"
     assert "boom" in (tmp_path / "runs" / "tiny-dr_grpo-G4-s0" / "error.txt").read_text()
     # the index on disk while each cell trained: that cell `running`, earlier ones final, later ones pending
-    assert work.index_seen == [["running", "pending", "pending"], ["done", "running", "pending"],
-                               ["done", "failed", "running"]]
+    assert work.index_seen == [
+        ["running", "pending", "pending"],
+        ["done", "running", "pending"],
+        ["done", "failed", "running"],
+    ]
 
 
 def test_rerun_skips_finished_cells_and_retries_failed_ones(tmp_path, fake):

@@ -37,15 +37,23 @@ def test_issue_example_expands_to_every_grid_point_times_g_times_seed(tmp_path):
     spec = read_matrix(_write(tmp_path, ISSUE_YAML))
     # grpo: 1 point, ha_dw: 2, a_grae: 2 -> 5 x 2 G x 2 seeds
     assert len(spec.cells) == 20
-    assert [c.name for c in spec.cells[:4]] == ["tiny-grpo-G4-s1", "tiny-grpo-G4-s2", "tiny-grpo-G8-s1",
-                                                "tiny-grpo-G8-s2"]
+    assert [c.name for c in spec.cells[:4]] == [
+        "tiny-grpo-G4-s1",
+        "tiny-grpo-G4-s2",
+        "tiny-grpo-G8-s1",
+        "tiny-grpo-G8-s2",
+    ]
     names = {c.name for c in spec.cells}
     assert len(names) == 20
     assert "tiny-ha_dw-lambda_scale=1.5-G8-s2" in names
     assert "tiny-a_grae-alpha=0.5-base=dr_grpo-G4-s1" in names
     cell = next(c for c in spec.cells if c.name == "tiny-a_grae-alpha=1.0-base=dr_grpo-G8-s2")
-    assert (cell.estimator, dict(cell.params), cell.group_size, cell.seed) == ("a_grae", {"base": "dr_grpo",
-                                                                                          "alpha": 1.0}, 8, 2)
+    assert (cell.estimator, dict(cell.params), cell.group_size, cell.seed) == (
+        "a_grae",
+        {"base": "dr_grpo", "alpha": 1.0},
+        8,
+        2,
+    )
     assert cell.arm == "a_grae(alpha=1.0,base=dr_grpo)"
     assert dict(cell.train) == {"steps": 20}
     assert (cell.eval.tasks, cell.eval.ks, cell.eval.n) == (("arith",), (1, 4, 16), 16)
@@ -61,11 +69,19 @@ def test_names_are_stable_and_depend_only_on_the_cell_configuration(tmp_path):
 
 
 def test_recipe_entry_and_recipe_axis(tmp_path):
-    spec = parse_matrix({"estimators": {"grpo": {}, "dapo": {"estimator": "grpo", "recipe": "dapo"}},
-                         "recipes": [None, "gspo"], "group_sizes": [4], "seeds": [0]})
+    spec = parse_matrix(
+        {
+            "estimators": {"grpo": {}, "dapo": {"estimator": "grpo", "recipe": "dapo"}},
+            "recipes": [None, "gspo"],
+            "group_sizes": [4],
+            "seeds": [0],
+        }
+    )
     assert [(c.name, c.estimator, c.recipe) for c in spec.cells] == [
-        ("tiny-grpo-G4-s0", "grpo", None), ("tiny-grpo-gspo-G4-s0", "grpo", "gspo"),
-        ("tiny-dapo-G4-s0", "grpo", "dapo")]  # an entry's own recipe replaces the axis; not repeated in the name
+        ("tiny-grpo-G4-s0", "grpo", None),
+        ("tiny-grpo-gspo-G4-s0", "grpo", "gspo"),
+        ("tiny-dapo-G4-s0", "grpo", "dapo"),
+    ]  # an entry's own recipe replaces the axis; not repeated in the name
     assert spec.cells[2].train_values()["recipe"] == "dapo"
 
 
@@ -82,22 +98,30 @@ def test_index_row_of_a_cell_has_its_configuration_columns(tmp_path):
     row = cell_row(tmp_path, cell, "pending")
     assert row["run"] == "runs/tiny-ha_dw-lambda_scale=1.3-G4-s2"
     assert (row["model"], row["task"], row["estimator"], row["estimator_label"], row["recipe"]) == (
-        "tiny", "arith", "ha_dw", "ha_dw(lambda_scale=1.3)", None)
+        "tiny",
+        "arith",
+        "ha_dw",
+        "ha_dw(lambda_scale=1.3)",
+        None,
+    )
     assert (row["group_size"], row["seed"], row["est.lambda_scale"], row["status"]) == (4, 2, 1.3, "pending")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("estimators: {grpo: {}}\nfoo: 1\n", "unknown key 'foo'; valid keys: models, task, estimators, recipes"),
-    ("estimators: {grpo: {}}\ntrain: {stepz: 3}\n", "train: unknown key 'stepz'; valid keys: data_dir,"),
-    ("estimators: {grpo: {}}\neval: {kk: [1]}\n", "eval: unknown key 'kk'; valid keys: tasks, n, k,"),
-    ("estimators: {ha_dw: {lambdax: [1.0]}}\n", "unknown hyperparameter 'lambdax' for ha_dw"),
-    ("estimators: {nope: {}}\n", "unknown estimator 'nope'"),
-    ("estimators: {grpo: {}}\ntrain: {model: tiny}\n", "train: unknown key 'model'"),
-    ("estimators: {grpo: {}}\neval: {n: 4, k: [1, 8]}\n", "k=8 > n=4"),
-    ("estimators: {grpo: {}}\ngroup_sizes: [0]\n", "group_sizes must list integers >= 1"),
-    ("models: [tiny]\n", "'estimators' must map estimator names"),
-    ("[1, 2]\n", "must hold a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("estimators: {grpo: {}}\nfoo: 1\n", "unknown key 'foo'; valid keys: models, task, estimators, recipes"),
+        ("estimators: {grpo: {}}\ntrain: {stepz: 3}\n", "train: unknown key 'stepz'; valid keys: data_dir,"),
+        ("estimators: {grpo: {}}\neval: {kk: [1]}\n", "eval: unknown key 'kk'; valid keys: tasks, n, k,"),
+        ("estimators: {ha_dw: {lambdax: [1.0]}}\n", "unknown hyperparameter 'lambdax' for ha_dw"),
+        ("estimators: {nope: {}}\n", "unknown estimator 'nope'"),
+        ("estimators: {grpo: {}}\ntrain: {model: tiny}\n", "train: unknown key 'model'"),
+        ("estimators: {grpo: {}}\neval: {n: 4, k: [1, 8]}\n", "k=8 > n=4"),
+        ("estimators: {grpo: {}}\ngroup_sizes: [0]\n", "group_sizes must list integers >= 1"),
+        ("models: [tiny]\n", "'estimators' must map estimator names"),
+        ("[1, 2]\n", "must hold a mapping"),
+    ],
+)
 def test_bad_matrix_file_is_one_line_naming_valid_keys_exit_2(tmp_path, text, message):
     path = _write(tmp_path, text)
     with pytest.raises(BenchctlError, match=None) as info:
@@ -116,8 +140,9 @@ def test_yaml_float_written_as_5e_4_is_read_as_a_number():
 
 def test_dry_run_lists_cells_and_runs_nothing(tmp_path):
     path = _write(tmp_path, ISSUE_YAML)
-    result = CliRunner().invoke(app, ["matrix", "run", str(path), "--dry-run", "--results", str(tmp_path / "r")],
-                                env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app, ["matrix", "run", str(path), "--dry-run", "--results", str(tmp_path / "r")], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output
     assert "20 cells" in result.stdout and "tiny-ha_dw-lambda_scale=1.5-G8-s2" in result.stdout
     assert not (tmp_path / "r").exists()
@@ -137,14 +162,19 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
     path = _write(tmp_path, ISSUE_YAML)
     result = CliRunner().invoke(app, ["matrix", "run", str(path), "--results", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
-    assert seen == {"cells": [c.name for c in read_matrix(path).cells], "results": str(tmp_path / "r"),
-                    "executor": "serial", "address": None}
+    assert seen == {
+        "cells": [c.name for c in read_matrix(path).cells],
+        "results": str(tmp_path / "r"),
+        "executor": "serial",
+        "address": None,
+    }
 
 
 def test_matrix_status_of_a_fresh_results_folder_lists_every_cell_pending(tmp_path):
     path = _write(tmp_path, ISSUE_YAML)
-    result = CliRunner().invoke(app, ["matrix", "status", str(path), "--results", str(tmp_path / "r")],
-                                env={"COLUMNS": "200"})
+    result = CliRunner().invoke(
+        app, ["matrix", "status", str(path), "--results", str(tmp_path / "r")], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 0, result.output
     assert "0 done, 0 running, 0 failed, 20 pending of 20 cells" in result.stdout
 

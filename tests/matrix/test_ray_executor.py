@@ -11,9 +11,15 @@ from benchctl.results.index import read_index
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'benchctl[integrations]')")
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-SPEC = {"models": ["tiny"], "task": "arith", "estimators": {"grpo": {}, "ha_dw": {"lambda_scale": [1.5]}},
-        "group_sizes": [4], "seeds": [5], "train": {"steps": 2, "prompts_per_step": 4, "save_every": 1},
-        "eval": {"tasks": ["arith"], "n": 4, "k": [1, 4], "limit": 8}}
+SPEC = {
+    "models": ["tiny"],
+    "task": "arith",
+    "estimators": {"grpo": {}, "ha_dw": {"lambda_scale": [1.5]}},
+    "group_sizes": [4],
+    "seeds": [5],
+    "train": {"steps": 2, "prompts_per_step": 4, "save_every": 1},
+    "eval": {"tasks": ["arith"], "n": 4, "k": [1, 4], "limit": 8},
+}
 
 
 def _results(results):

@@ -15,16 +15,22 @@ def _data(rows):
 
 
 def test_arm_named_like_the_baseline_wins_over_an_estimator_column_match():
-    data = _data([
-        {"estimator_label": "grpo", "estimator": "grpo", "group_size": 4},
-        {"estimator_label": "dapo", "estimator": "grpo", "group_size": 4},
-        {"estimator_label": "avspo", "estimator": "avspo", "group_size": 4},
-    ])
+    data = _data(
+        [
+            {"estimator_label": "grpo", "estimator": "grpo", "group_size": 4},
+            {"estimator_label": "dapo", "estimator": "grpo", "group_size": 4},
+            {"estimator_label": "avspo", "estimator": "avspo", "group_size": 4},
+        ]
+    )
     assert baseline_pairs(data, "grpo") == [("avspo G=4", "grpo G=4"), ("dapo G=4", "grpo G=4")]
     assert data.notes == []
 
 
 def test_baseline_given_as_an_estimator_name_still_matches_runs_by_estimator():
-    data = _data([{"estimator_label": "ha_dw(base=grpo)", "estimator": "ha_dw", "group_size": 4},
-                  {"estimator_label": "grpo(x)", "estimator": "grpo", "group_size": 4}])
+    data = _data(
+        [
+            {"estimator_label": "ha_dw(base=grpo)", "estimator": "ha_dw", "group_size": 4},
+            {"estimator_label": "grpo(x)", "estimator": "grpo", "group_size": 4},
+        ]
+    )
     assert baseline_pairs(data, "grpo") == [("ha_dw(base=grpo) G=4", "grpo(x) G=4")]

@@ -32,8 +32,8 @@ def test_replaying_the_runs_own_estimator_reproduces_the_logged_advantages(run):
 def test_stateful_estimators_carry_state_across_steps_as_in_training(run):
     result = run_replay(ReplayConfig(run=str(run), estimators="ha_dw"))
     est = get_estimator("ha_dw")
-    from benchctl.results.train_run import iter_rollout_steps
     from benchctl.replay import step_arrays
+    from benchctl.results.train_run import iter_rollout_steps
 
     expected = []
     for _, table in iter_rollout_steps(run):
@@ -58,8 +58,11 @@ def test_weighting_splits_mass_between_correct_wrong_hard_easy_and_degenerate_gr
 
 def test_grpo_puts_no_mass_on_degenerate_groups(tmp_path):
     rewards = np.array([[1.0, 0, 1, 0], [1, 1, 1, 1]])
-    write_rollouts(tmp_path, 1, rollout_table(1, ["a", "b"], rewards, np.zeros_like(rewards), np.ones((2, 4)),
-                                              ["stop"] * 8, ["x"] * 8))
+    write_rollouts(
+        tmp_path,
+        1,
+        rollout_table(1, ["a", "b"], rewards, np.zeros_like(rewards), np.ones((2, 4)), ["stop"] * 8, ["x"] * 8),
+    )
     result = run_replay(ReplayConfig(run=str(tmp_path), estimators="grpo"))
     assert result.steps.set_index("estimator").loc["grpo", "degenerate_mass"] == 0.0
 
@@ -82,11 +85,24 @@ def test_replay_cli_hands_the_library_the_parsed_config(monkeypatch):
     import benchctl.replay
 
     seen = {}
-    monkeypatch.setattr(benchctl.replay, "run_replay", lambda c: seen.setdefault("c", c) and None or
-                        type("R", (), {"rich_table": lambda self: "", "files": []})())
-    result = CliRunner().invoke(app, ["replay", "R", "--estimators", "grpo,ha_dw(lambda_scale=1.5)",
-                                      "--hard-below", "0.25"])
+    monkeypatch.setattr(
+        benchctl.replay,
+        "run_replay",
+        lambda c: seen.setdefault("c", c) and None or type("R", (), {"rich_table": lambda self: "", "files": []})(),
+    )
+    result = CliRunner().invoke(
+        app, ["replay", "R", "--estimators", "grpo,ha_dw(lambda_scale=1.5)", "--hard-below", "0.25"]
+    )
     assert result.exit_code == 0, result.output
-    assert seen["c"] == ReplayConfig(run="R", estimators="grpo,ha_dw(lambda_scale=1.5)", hard_below=0.25,
-                                     sources={"run": "flag", "estimators": "flag", "out": "default",
-                                              "correct_above": "default", "hard_below": "flag"})
+    assert seen["c"] == ReplayConfig(
+        run="R",
+        estimators="grpo,ha_dw(lambda_scale=1.5)",
+        hard_below=0.25,
+        sources={
+            "run": "flag",
+            "estimators": "flag",
+            "out": "default",
+            "correct_above": "default",
+            "hard_below": "flag",
+        },
+    )

@@ -33,8 +33,9 @@ def _install_chromium() -> str | None:
         return None
     install = ["apt-get", "install", "-y", "chromium"]
     for cmd in (install, ["apt-get", "update"], install):  # the package lists may be stale or absent
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
-                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        )
         if cmd[1] == "install" and done.returncode == 0:
             break
     return shutil.which("chromium")
@@ -60,12 +61,19 @@ def _chromium(binary: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_report_page_renders_in_headless_chromium_with_its_table_and_every_image(chromium, tmp_path):
-    cells = [(f"{est}-s{seed}", train_config(est, seed), {f"q{i}": [j < (i + seed + (est == "ha_dw")) % 5
-                                                                      for j in range(4)] for i in range(6)})
-             for est in ("grpo", "ha_dw") for seed in (1, 2)]
+    cells = [
+        (
+            f"{est}-s{seed}",
+            train_config(est, seed),
+            {f"q{i}": [j < (i + seed + (est == "ha_dw")) % 5 for j in range(4)] for i in range(6)},
+        )
+        for est in ("grpo", "ha_dw")
+        for seed in (1, 2)
+    ]
     write_matrix(tmp_path / "results", cells)
-    result = build_report(ReportConfig(inputs=(str(tmp_path / "results"),), out=str(tmp_path / "rep"),
-                                       resamples=500, rliable_reps=100))
+    result = build_report(
+        ReportConfig(inputs=(str(tmp_path / "results"),), out=str(tmp_path / "rep"), resamples=500, rliable_reps=100)
+    )
     page = tmp_path / "rep" / "report.html"
     text = page.read_text()
     assert "src='data:image/png;base64," in text and not re.search(r"src=['\"](?!data:)", text)  # self-contained

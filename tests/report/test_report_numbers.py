@@ -28,8 +28,14 @@ def _pass(c: int, k: int) -> float:
 
 @pytest.fixture()
 def matrix(tmp_path):
-    cells = [(f"{est}-s{seed}", train_config(est, seed, params={"lambda_scale": 1.3} if est == "ha_dw" else {}),
-              _verdicts(c)) for (est, seed), c in COUNTS.items()]
+    cells = [
+        (
+            f"{est}-s{seed}",
+            train_config(est, seed, params={"lambda_scale": 1.3} if est == "ha_dw" else {}),
+            _verdicts(c),
+        )
+        for (est, seed), c in COUNTS.items()
+    ]
     write_matrix(tmp_path / "results", cells)
     return tmp_path / "results"
 
@@ -120,11 +126,14 @@ def test_plain_eval_folders_are_arms_named_by_model(tmp_path):
     assert cmp.iloc[0]["diff"] == pytest.approx((6 - 3) / 12)
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"where": ("nosuch=1",)}, "unknown column 'nosuch'"),
-    ({"where": ("estimator=nothing",)}, "no run left"),
-    ({"group_by": ("nosuch",)}, "unknown column"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"where": ("nosuch=1",)}, "unknown column 'nosuch'"),
+        ({"where": ("estimator=nothing",)}, "no run left"),
+        ({"group_by": ("nosuch",)}, "unknown column"),
+    ],
+)
 def test_bad_filters_name_the_problem(matrix, kwargs, message):
     with pytest.raises(BenchctlError, match=message):
         build_report(_config(matrix, **kwargs))
@@ -135,8 +144,22 @@ def test_written_tables_are_plain_parquet_with_the_documented_columns(matrix, tm
     names = {p.name for p in result.files}
     assert {"report.md", "report.html", "passk.parquet", "comparisons.parquet", "cost.parquet"} <= names
     cmp = pd.read_parquet(tmp_path / "rep" / "comparisons.parquet")
-    assert list(cmp.columns) == ["arm", "baseline", "eval_task", "k", "arm_pass_at_k", "baseline_pass_at_k",
-                                 "diff", "low", "high", "p_value", "p_holm", "significant", "seeds", "problems"]
+    assert list(cmp.columns) == [
+        "arm",
+        "baseline",
+        "eval_task",
+        "k",
+        "arm_pass_at_k",
+        "baseline_pass_at_k",
+        "diff",
+        "low",
+        "high",
+        "p_value",
+        "p_holm",
+        "significant",
+        "seeds",
+        "problems",
+    ]
     runs = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
     assert {"arm", "estimator", "seed", "est.lambda_scale", "eval"} <= set(runs.columns)
     assert "Holm" in (tmp_path / "rep" / "report.md").read_text()

@@ -14,6 +14,7 @@ from .fixtures import train_config, write_eval, write_matrix, write_train_run
 
 PACKAGE = Path(__file__).resolve().parents[2] / "benchctl"
 
+
 def test_metrics_table_puts_step_first_then_documented_order_with_est_columns_after_acr(tmp_path):
     rows = [{"time/step": 1.0, "step": 1, "est/tau": 0.5, "reward/mean": 0.25, "acr/all": 0.1, "custom": 3}]
     train_run.write_train_metrics(tmp_path, rows)
@@ -30,8 +31,9 @@ def test_missing_metric_at_a_step_is_null_not_zero(tmp_path):
 
 def test_rollout_table_flattens_groups_row_major_with_the_documented_schema(tmp_path):
     rewards = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
-    table = train_run.rollout_table(7, ["a", "b"], rewards, rewards - 0.5, [[3, 4, 5], [6, 7, 8]],
-                                    [["stop"] * 3, ["length"] * 3], ["t"] * 6)
+    table = train_run.rollout_table(
+        7, ["a", "b"], rewards, rewards - 0.5, [[3, 4, 5], [6, 7, 8]], [["stop"] * 3, ["length"] * 3], ["t"] * 6
+    )
     assert table.schema == train_run.ROLLOUT_SCHEMA
     assert table.column("group").to_pylist() == [0, 0, 0, 1, 1, 1]
     assert table.column("sample").to_pylist() == [0, 1, 2, 0, 1, 2]
@@ -58,8 +60,10 @@ def test_empty_run_reads_as_no_metrics_and_an_empty_rollout_table(tmp_path):
 
 
 def test_index_round_trip_types_est_params_and_relative_run_paths(tmp_path):
-    cells = [("a", train_config("ha_dw", 1, params={"lambda_scale": 1.3, "base": "grpo"}), {"q": [True]}),
-             ("b", train_config("grpo", 2), {"q": [False]})]
+    cells = [
+        ("a", train_config("ha_dw", 1, params={"lambda_scale": 1.3, "base": "grpo"}), {"q": [True]}),
+        ("b", train_config("grpo", 2), {"q": [False]}),
+    ]
     write_matrix(tmp_path, cells)
     table = index.read_index(tmp_path)
     assert table.column_names[:8] == list(index.INDEX_COLUMNS)
@@ -79,8 +83,9 @@ def test_find_runs_accepts_index_folders_run_folders_and_parents_without_listing
     write_matrix(tmp_path / "results", [("a", train_config("grpo", 1), {"q": [True]})])
     write_eval(tmp_path / "plain", "arith", {"q": [True, False]})
     write_train_run(tmp_path / "more" / "x" / "run", train_config("dapo", 3), {"q": [True]})
-    refs = runinfo.find_runs([tmp_path / "results", tmp_path / "plain", tmp_path / "more",
-                              tmp_path / "results" / "runs" / "a"])
+    refs = runinfo.find_runs(
+        [tmp_path / "results", tmp_path / "plain", tmp_path / "more", tmp_path / "results" / "runs" / "a"]
+    )
     assert [r.path.name for r in refs] == ["a", "plain", "run"]
     assert [r.kind for r in refs] == [train_run.TRAIN_KIND, runinfo.EVAL_KIND, train_run.TRAIN_KIND]
     assert refs[0].columns["estimator"] == "grpo" and refs[0].columns["prompts_per_step"] == 2
@@ -104,8 +109,17 @@ def test_eval_reader_reads_the_eval_layout_written_by_the_eval_tables(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "results").glob("*.py")), ids=lambda p: p.name)
 def test_storage_layer_imports_no_orchestration(path):
-    banned = ("benchctl.evaluation", "benchctl.trainers", "benchctl.report", "benchctl.replay", "benchctl.cli",
-              "benchctl.engine", "benchctl.matrix", "benchctl.tasks", "benchctl.grading")
+    banned = (
+        "benchctl.evaluation",
+        "benchctl.trainers",
+        "benchctl.report",
+        "benchctl.replay",
+        "benchctl.cli",
+        "benchctl.engine",
+        "benchctl.matrix",
+        "benchctl.tasks",
+        "benchctl.grading",
+    )
     tree = ast.parse(path.read_text())
     modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
     modules += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]

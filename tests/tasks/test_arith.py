@@ -42,8 +42,16 @@ def test_prompt_text_is_the_question_like_3_plus_5_equals():
 
 @pytest.mark.parametrize(
     "completion, extracted",
-    [("10", "10"), (" 10\n3+4=7", "10"), ("10abc", "10"), ("-3", "-3"), ("x10", None), ("", None),
-     ("so \\boxed{12} then 10", "12"), ("1 \\boxed{7} and \\boxed{9}", "9")],
+    [
+        ("10", "10"),
+        (" 10\n3+4=7", "10"),
+        ("10abc", "10"),
+        ("-3", "-3"),
+        ("x10", None),
+        ("", None),
+        ("so \\boxed{12} then 10", "12"),
+        ("1 \\boxed{7} and \\boxed{9}", "9"),
+    ],
 )
 def test_extraction_takes_last_box_else_leading_integer(completion, extracted):
     assert get_task("arith").extract(completion) == extracted
@@ -58,8 +66,9 @@ def test_grading_is_exact_integer_match_with_math_reasons():
     assert reasons == ["correct", "wrong", "no_answer", "parse_error", "correct", "correct"]
 
 
-@pytest.mark.parametrize("options", [{"size": 0}, {"min_terms": 1}, {"min_terms": 4, "max_terms": 3},
-                                     {"split": "dev"}, {"bogus": 1}])
+@pytest.mark.parametrize(
+    "options", [{"size": 0}, {"min_terms": 1}, {"min_terms": 4, "max_terms": 3}, {"split": "dev"}, {"bogus": 1}]
+)
 def test_bad_options_raise_benchctl_error(options):
     with pytest.raises(BenchctlError):
         get_task("arith", **options)

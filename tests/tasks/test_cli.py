@@ -10,9 +10,13 @@ runner = CliRunner()
 def test_listing_counts_sizes_from_the_local_files(benchmarks_dir):
     result = runner.invoke(app, ["tasks", "--data-dir", str(benchmarks_dir)])
     assert result.exit_code == 0, result.output
-    for name, size, hub in [("math500", "500", "HuggingFaceH4/MATH-500"), ("math_train", "7500", "EleutherAI/hendrycks_math"),
-                            ("olympiadbench", "675", "Hothan/OlympiadBench:OE_TO_maths_en_COMP"),
-                            ("mbpp", "500", "google-research-datasets/mbpp:full"), ("gsm8k", "1319", "openai/gsm8k:main")]:
+    for name, size, hub in [
+        ("math500", "500", "HuggingFaceH4/MATH-500"),
+        ("math_train", "7500", "EleutherAI/hendrycks_math"),
+        ("olympiadbench", "675", "Hothan/OlympiadBench:OE_TO_maths_en_COMP"),
+        ("mbpp", "500", "google-research-datasets/mbpp:full"),
+        ("gsm8k", "1319", "openai/gsm8k:main"),
+    ]:
         row = next(line for line in result.output.splitlines() if f" {name} " in line)
         assert size in row and hub in row and "(known)" not in row
     assert "(missing)" not in result.output
@@ -21,8 +25,10 @@ def test_listing_counts_sizes_from_the_local_files(benchmarks_dir):
 def test_listing_counts_the_rows_of_the_files_a_data_dir_holds(fixture_data_dir):
     result = runner.invoke(app, ["tasks", "--data-dir", str(fixture_data_dir)])
     assert result.exit_code == 0, result.output
-    rows = {name: next(line for line in result.output.splitlines() if f" {name} " in line)
-            for name in ("math500", "gsm8k", "mbpp", "aime25")}
+    rows = {
+        name: next(line for line in result.output.splitlines() if f" {name} " in line)
+        for name in ("math500", "gsm8k", "mbpp", "aime25")
+    }
     assert " 50 " in rows["math500"] and " 10 " in rows["gsm8k"] and " 31 " in rows["mbpp"]
     assert "30 (known)" in rows["aime25"] and "(missing)" in rows["aime25"]
 

@@ -10,8 +10,10 @@ FIXTURE_ROWS = {"math500": 50, "gsm8k": 10, "math_train": 13}
 def test_fixture_files_load_through_the_tasks_with_their_edge_cases(fixture_data_dir):
     loaded = {name: get_task(name).load(fixture_data_dir) for name in FIXTURE_ROWS}
     assert {name: len(problems) for name, problems in loaded.items()} == FIXTURE_ROWS
-    assert [p.id for p in loaded["math_train"] if not p.gold] == ["train/number_theory/7115.json",
-                                                                  "train/number_theory/7117.json"]
+    assert [p.id for p in loaded["math_train"] if not p.gold] == [
+        "train/number_theory/7115.json",
+        "train/number_theory/7117.json",
+    ]
     mbpp = {split: get_task("mbpp", split=split).load(fixture_data_dir) for split in ("test", "all")}
     assert [p.id for p in mbpp["test"]] == [str(i) for i in range(11, 41)] + ["367"]
     assert len(mbpp["all"]) == 34 and sum(bool(p.meta["challenge_test_list"]) for p in mbpp["all"]) == 7

@@ -5,11 +5,19 @@ import json
 import pytest
 
 from benchctl.errors import BenchctlError
-from benchctl.tasks import get_task
-from benchctl.tasks import sources
+from benchctl.tasks import get_task, sources
 
-COUNTS = {"math500": 500, "aime24": 30, "aime25": 30, "amc23": 40, "minerva": 272, "olympiadbench": 675,
-          "gsm8k": 1319, "math_train": 7500, "mbpp": 500}
+COUNTS = {
+    "math500": 500,
+    "aime24": 30,
+    "aime25": 30,
+    "amc23": 40,
+    "minerva": 272,
+    "olympiadbench": 675,
+    "gsm8k": 1319,
+    "math_train": 7500,
+    "mbpp": 500,
+}
 
 
 @pytest.mark.parametrize("name, count", sorted(COUNTS.items()))
@@ -21,8 +29,9 @@ def test_benchmark_file_loads_with_the_documented_count(benchmarks_dir, name, co
     assert all(p.question.strip() for p in problems)
 
 
-@pytest.mark.parametrize("split, count", [("test", 500), ("all", 974), ("train", 374), ("validation", 90),
-                                          ("prompt", 10)])
+@pytest.mark.parametrize(
+    "split, count", [("test", 500), ("all", 974), ("train", 374), ("validation", 90), ("prompt", 10)]
+)
 def test_mbpp_splits_follow_the_google_research_ranges(benchmarks_dir, split, count):
     problems = get_task("mbpp", split=split).load(benchmarks_dir)
     assert len(problems) == count
@@ -74,24 +83,41 @@ def test_bad_json_line_is_reported_with_its_line_number(tmp_path):
 
 # ---- hub row mapping: same golds as the SOURCES.md derivation of the local files ---------------------------------
 
+
 def test_math500_hub_row_maps_to_the_local_schema(fixture_data_dir):
     local = json.loads((fixture_data_dir / "math500.jsonl").open().readline())
-    hub = {"problem": local["problem"], "solution": local["solution"], "answer": local["answer"],
-           "subject": local["subject"], "level": local["level"], "unique_id": local["id"]}
+    hub = {
+        "problem": local["problem"],
+        "solution": local["solution"],
+        "answer": local["answer"],
+        "subject": local["subject"],
+        "level": local["level"],
+        "unique_id": local["id"],
+    }
     mapped = sources.map_math500(hub, 0)
     assert {k: mapped[k] for k in ("id", "problem", "answer")} == {k: local[k] for k in ("id", "problem", "answer")}
 
 
 def test_aime_hub_row_strips_leading_zeros_and_parses_the_url():
-    row = {"id": 60, "problem": "P", "solution": "S", "answer": "025",
-           "url": "https://artofproblemsolving.com/wiki/index.php/2024_AIME_II_Problems/Problem_4", "year": 2024}
+    row = {
+        "id": 60,
+        "problem": "P",
+        "solution": "S",
+        "answer": "025",
+        "url": "https://artofproblemsolving.com/wiki/index.php/2024_AIME_II_Problems/Problem_4",
+        "year": 2024,
+    }
     mapped = sources.map_aime(row, 0)
     assert (mapped["id"], mapped["answer"]) == ("2024-AIME-II-4", "25")
 
 
 def test_amc_hub_row_turns_float_answers_into_integers():
-    row = {"id": 0, "question": "Q", "answer": 27.0,
-           "url": "https://artofproblemsolving.com/wiki/index.php/2023_AMC_12A_Problems/Problem_2"}
+    row = {
+        "id": 0,
+        "question": "Q",
+        "answer": 27.0,
+        "url": "https://artofproblemsolving.com/wiki/index.php/2023_AMC_12A_Problems/Problem_2",
+    }
     assert sources.map_amc(row, 0) == {"id": "2023-AMC12A-2", "problem": "Q", "answer": "27", "source": row["url"]}
     assert sources.map_amc({**row, "answer": -1.0}, 0)["answer"] == "-1"
 
@@ -102,8 +128,17 @@ def test_minerva_hub_row_without_answer_takes_the_last_box():
 
 
 def test_olympiad_hub_row_uses_qwen_gold_rule_and_joins_multi_answers():
-    row = {"id": 2349, "question": "Q", "final_answer": ["$221,$8$"], "solution": ["a", "b"], "subfield": "Algebra",
-           "answer_type": "Numerical", "is_multiple_answer": True, "unit": None, "error": None}
+    row = {
+        "id": 2349,
+        "question": "Q",
+        "final_answer": ["$221,$8$"],
+        "solution": ["a", "b"],
+        "subfield": "Algebra",
+        "answer_type": "Numerical",
+        "is_multiple_answer": True,
+        "unit": None,
+        "error": None,
+    }
     mapped = sources.map_olympiad(row, 0)
     assert (mapped["id"], mapped["answer"], mapped["solution"]) == ("olympiadbench-2349", "221,$8", "a\n\nb")
     assert sources.map_olympiad({**row, "final_answer": ["$69$,$84$"]}, 0)["answer"] == "69, 84"
@@ -119,21 +154,32 @@ def test_gsm8k_hub_row_takes_the_number_after_hashes_without_commas(fixture_data
 
 def test_hendrycks_hub_row_gold_is_the_last_box(fixture_data_dir):
     local = json.loads((fixture_data_dir / "math_train.jsonl").open().readline())
-    hub = {"problem": local["problem"], "solution": local["solution"], "type": local["subject"],
-           "level": f"Level {local['level']}"}
+    hub = {
+        "problem": local["problem"],
+        "solution": local["solution"],
+        "type": local["subject"],
+        "level": f"Level {local['level']}",
+    }
     mapped = sources.map_hendrycks(hub, 0)
     assert (mapped["answer"], mapped["level"]) == (local["answer"], local["level"])
 
 
 def test_mbpp_hub_row_maps_to_the_local_schema(fixture_data_dir):
     local = json.loads((fixture_data_dir / "mbpp.jsonl").open().readline())
-    hub = {"task_id": int(local["id"]), "text": local["prompt"], "code": local["code"],
-           "test_list": local["test_list"], "test_setup_code": "", "challenge_test_list": []}
+    hub = {
+        "task_id": int(local["id"]),
+        "text": local["prompt"],
+        "code": local["code"],
+        "test_list": local["test_list"],
+        "test_setup_code": "",
+        "challenge_test_list": [],
+    }
     mapped = sources.map_mbpp(hub, 0)
     assert mapped == {k: local[k] for k in mapped}
 
 
 # ---- prompts ------------------------------------------------------------------------------------------------------
+
 
 def test_math_prompt_asks_for_step_by_step_and_a_box(fixture_data_dir):
     task = get_task("math500")

@@ -42,12 +42,18 @@ def test_gspo_recipe_uses_sequence_ratio_and_tiny_clip():
 
 def test_set_values_are_read_as_yaml_scalars():
     assert parse_set(["lambda_scale=1.5", "base=dr_grpo", "shift=false", "m=10"]) == {
-        "lambda_scale": 1.5, "base": "dr_grpo", "shift": False, "m": 10}
+        "lambda_scale": 1.5,
+        "base": "dr_grpo",
+        "shift": False,
+        "m": 10,
+    }
 
 
 def test_estimator_hyperparameters_from_file_and_flags_merge():
-    cfg = build_config({"estimator": "ha_dw", "estimator_params": {"base": "dr_grpo", "lambda_scale": 1.3}},
-                       {"estimator_params": {"lambda_scale": 1.5}})
+    cfg = build_config(
+        {"estimator": "ha_dw", "estimator_params": {"base": "dr_grpo", "lambda_scale": 1.3}},
+        {"estimator_params": {"lambda_scale": 1.5}},
+    )
     assert dict(cfg.estimator_params) == {"base": "dr_grpo", "lambda_scale": 1.5}
 
 
@@ -109,8 +115,25 @@ def test_cli_passes_exactly_the_given_flags_to_the_trainer(monkeypatch, tmp_path
     monkeypatch.setattr("benchctl.trainers.train", fake_train)
     cfg_file = tmp_path / "c.yaml"
     cfg_file.write_text("steps: 7\nlr: 0.001\n")
-    result = runner.invoke(app, ["train", "--estimator", "ha_dw", "--set", "lambda_scale=1.5", "--set", "base=dr_grpo",
-                                 "--config", str(cfg_file), "--lr", "0.002", "--no-progress", "--out", "x"])
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "--estimator",
+            "ha_dw",
+            "--set",
+            "lambda_scale=1.5",
+            "--set",
+            "base=dr_grpo",
+            "--config",
+            str(cfg_file),
+            "--lr",
+            "0.002",
+            "--no-progress",
+            "--out",
+            "x",
+        ],
+    )
     assert result.exit_code == 0, result.output
     cfg = seen["cfg"]
     assert (cfg.estimator, dict(cfg.estimator_params)) == ("ha_dw", {"lambda_scale": 1.5, "base": "dr_grpo"})

@@ -5,8 +5,7 @@ import math
 import pytest
 import torch
 
-from benchctl.trainers.losses import (active_rows, aggregation_weights, clipped_surrogate, k3_kl, log_ratio,
-                                      policy_loss)
+from benchctl.trainers.losses import active_rows, aggregation_weights, clipped_surrogate, k3_kl, log_ratio, policy_loss
 
 # 3 rows: lengths 2, 3, 1 (T = 3); row 2 belongs to a degenerate group.
 MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])

@@ -15,14 +15,30 @@ from benchctl.results import train_run
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-ARGS = ["--prompts-per-step", "4", "--group-size", "4", "--steps", "6", "--save-every", "2", "--estimator", "ha_dw",
-        "--set", "lambda_scale=1.5", "--lr", "1e-3", "--no-progress"]
+ARGS = [
+    "--prompts-per-step",
+    "4",
+    "--group-size",
+    "4",
+    "--steps",
+    "6",
+    "--save-every",
+    "2",
+    "--estimator",
+    "ha_dw",
+    "--set",
+    "lambda_scale=1.5",
+    "--lr",
+    "1e-3",
+    "--no-progress",
+]
 
 
 def _benchctl(*args) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("benchctl")  # the venv's console script
-    return subprocess.Popen([str(exe), "train", *ARGS, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [str(exe), "train", *ARGS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 300) -> None:

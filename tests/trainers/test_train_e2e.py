@@ -18,12 +18,33 @@ pytestmark = pytest.mark.vllm
 
 SMALL = {"prompts_per_step": 8, "group_size": 8, "steps": 2, "save_every": 0, "progress": False}
 FAMILIES = {  # one run per estimator family (base estimators, each modifier family, token-level OAR)
-    "grpo": {}, "dr_grpo": {}, "rloo": {}, "dgpo": {}, "ngrpo": {}, "w_reinforce": {}, "passk": {"k": 2},
-    "avspo": {}, "ha_dw": {"base": "dr_grpo", "lambda_scale": 1.5}, "a_grae": {"alpha": 0.5},
-    "grpo_lead": {}, "neg_dominant": {}, "hard_focused": {}, "oar_g": {}, "oar_p": {},
+    "grpo": {},
+    "dr_grpo": {},
+    "rloo": {},
+    "dgpo": {},
+    "ngrpo": {},
+    "w_reinforce": {},
+    "passk": {"k": 2},
+    "avspo": {},
+    "ha_dw": {"base": "dr_grpo", "lambda_scale": 1.5},
+    "a_grae": {"alpha": 0.5},
+    "grpo_lead": {},
+    "neg_dominant": {},
+    "hard_focused": {},
+    "oar_g": {},
+    "oar_p": {},
 }
-ALWAYS_FINITE = ("reward/mean", "acr/all", "adv/min", "adv/max", "policy/grad_norm", "loss/total", "time/step",
-                 "response/length_mean", "rollout/tokens_total")
+ALWAYS_FINITE = (
+    "reward/mean",
+    "acr/all",
+    "adv/min",
+    "adv/max",
+    "policy/grad_norm",
+    "loss/total",
+    "time/step",
+    "response/length_mean",
+    "rollout/tokens_total",
+)
 
 
 def _weights(folder):
@@ -34,8 +55,9 @@ def _weights(folder):
 @pytest.mark.parametrize("estimator", sorted(FAMILIES))
 def test_every_estimator_family_trains_end_to_end(estimator, tiny_model, tmp_path):
     run = tmp_path / "run"
-    cfg = build_config(flag_values={**SMALL, "estimator": estimator, "estimator_params": FAMILIES[estimator],
-                                    "out": str(run)})
+    cfg = build_config(
+        flag_values={**SMALL, "estimator": estimator, "estimator_params": FAMILIES[estimator], "out": str(run)}
+    )
     result = train(cfg)
     assert result.steps == 2 and not result.interrupted
     before, after = _weights(tiny_model), _weights(run / "model")
@@ -63,10 +85,12 @@ def test_engine_serves_the_policy_weights_after_a_sync(tiny_model, tmp_path):
     s = open_session(build_config(flag_values={**SMALL, "lr": 5e-3, "out": str(tmp_path / "run")}))
     train_step(s, 1)  # the update changes the policy, the sync pushes it into the engine
     prompts = ["3+5=", "1+2+3=", "9+9+9+9=", "4+0="]
-    greedy = s.engine.generate(prompts, SamplingConfig(n=1, temperature=0.0, max_tokens=6, logprobs=True),
-                               progress=False)
-    sampled = s.engine.generate(prompts, SamplingConfig(n=4, temperature=1.0, top_p=1.0, max_tokens=6, logprobs=True, seed=3),
-                                progress=False)
+    greedy = s.engine.generate(
+        prompts, SamplingConfig(n=1, temperature=0.0, max_tokens=6, logprobs=True), progress=False
+    )
+    sampled = s.engine.generate(
+        prompts, SamplingConfig(n=4, temperature=1.0, top_p=1.0, max_tokens=6, logprobs=True, seed=3), progress=False
+    )
     samples = [x for group in sampled for x in group]
     batch = pack([x.prompt_token_ids for x in samples], [x.token_ids for x in samples], s.pad_id)
     with torch.no_grad():
@@ -95,8 +119,9 @@ def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_mo
     for skip in (False, True):
         model = load_policy(str(tiny_model), "cpu")
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        cfg = SimpleNamespace(temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0,
-                              max_grad_norm=0.0)
+        cfg = SimpleNamespace(
+            temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0, max_grad_norm=0.0
+        )
         s = SimpleNamespace(cfg=cfg, model=model, optimizer=opt, agg="seq-mean-token-mean", max_tokens=8)
         rows = torch.arange(6)
         active = (adv != 0).any(1) if skip else torch.ones(6, dtype=torch.bool)
@@ -120,8 +145,18 @@ def test_eval_reads_a_trained_run_folder(tiny_model, tmp_path):
 
     run = tmp_path / "run"
     train(build_config(flag_values={**SMALL, "steps": 1, "out": str(run)}))
-    result = run_eval(EvalConfig(model=str(run), tasks=("arith",), ks=(1, 2), n=2, limit=8, max_tokens=8,
-                                 out=str(tmp_path / "eval"), progress=False))
+    result = run_eval(
+        EvalConfig(
+            model=str(run),
+            tasks=("arith",),
+            ks=(1, 2),
+            n=2,
+            limit=8,
+            max_tokens=8,
+            out=str(tmp_path / "eval"),
+            progress=False,
+        )
+    )
     assert result.model == "run" and result.tasks[0].summary.num_rows == 2
 
 
@@ -129,21 +164,38 @@ def test_a_json_lines_task_file_trains_with_the_math_grader(tiny_model, tmp_path
     import json
 
     task_file = tmp_path / "sums.jsonl"
-    task_file.write_text("".join(json.dumps({"id": f"s{i}", "problem": f"{i}+{i}", "answer": str(2 * i)}) + "\n"
-                                 for i in range(6)))
+    task_file.write_text(
+        "".join(json.dumps({"id": f"s{i}", "problem": f"{i}+{i}", "answer": str(2 * i)}) + "\n" for i in range(6))
+    )
     run = tmp_path / "run"
-    result = train(build_config(flag_values={**SMALL, "steps": 1, "prompts_per_step": 4, "group_size": 2,
-                                             "task": str(task_file), "out": str(run)}))
+    result = train(
+        build_config(
+            flag_values={
+                **SMALL,
+                "steps": 1,
+                "prompts_per_step": 4,
+                "group_size": 2,
+                "task": str(task_file),
+                "out": str(run),
+            }
+        )
+    )
     rollouts = train_run.read_rollouts(run)
     assert result.steps == 1 and rollouts.num_rows == 8
     assert set(rollouts.column("problem_id").to_pylist()) <= {f"s{i}" for i in range(6)}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra", [
-    {"recipe": "dapo"}, {"recipe": "gspo", "epochs": 2}, {"recipe": "dr_grpo"},
-    {"kl_coef": 0.05, "mini_batches": 2, "loss_agg": "token-mean-nondegenerate"},
-], ids=["dapo", "gspo-2-epochs", "dr_grpo", "kl-minibatches-dgpo-agg"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"recipe": "dapo"},
+        {"recipe": "gspo", "epochs": 2},
+        {"recipe": "dr_grpo"},
+        {"kl_coef": 0.05, "mini_batches": 2, "loss_agg": "token-mean-nondegenerate"},
+    ],
+    ids=["dapo", "gspo-2-epochs", "dr_grpo", "kl-minibatches-dgpo-agg"],
+)
 def test_recipes_and_update_options_train_end_to_end(extra, tiny_model, tmp_path):
     run = tmp_path / "run"
     result = train(build_config(flag_values={**SMALL, **extra, "out": str(run)}))

