@@ -41,6 +41,7 @@ def train_command(
     save_every: Annotated[int | None, Opt("--save-every", help="Checkpoint every N steps (default 10).")] = None,
     data_dir: Annotated[str | None, Opt("--data-dir", envvar="BENCHCTL_DATA_DIR", help="Local data folder.")] = None,
     device: Annotated[str | None, Opt("--device", help="auto | cpu | cuda.")] = None,
+    engine: Annotated[str | None, Opt("--engine", help="native (default) | verl: veRL data, config, launch.")] = None,
     out: Annotated[
         str | None, Opt("--out", help="Run folder (default results/train/<model>-<est>-G<G>-s<seed>).")
     ] = None,
@@ -50,6 +51,11 @@ def train_command(
     """Train a policy with an advantage estimator on a task: rollouts from vLLM, clipped policy-gradient updates,
     live diagnostics, checkpoints and exact resume. Writes a run folder that `benchctl eval --model RUN` reads."""
     given = {k: v for k, v in locals().items() if v is not None and k not in ("sets", "config", "progress")}
+    _run(given, sets, config, progress)
+
+
+def _run(given: dict, sets: list[str] | None, config: str | None, progress: bool) -> None:
+    """Build the config (defaults < recipe < file < flags) and train natively, or launch it with veRL."""
     from benchctl.trainers import build_config, train
     from benchctl.trainers.config import parse_set, read_config_file
     from benchctl.trainers.display import make_display
@@ -59,10 +65,25 @@ def train_command(
     if not progress:
         given["progress"] = False
     cfg = build_config(read_config_file(config) if config else None, given)
+    if cfg.engine == "verl":
+        from benchctl.integrations.verl_launch import launch
+
+        return _launched(launch(cfg), cfg.eval_task or cfg.task)
     result = train(cfg, display=make_display(cfg.progress, f"train {cfg.estimator} on {cfg.task}", cfg.steps))
     _summary(result, cfg.eval_task or cfg.task)
     if result.interrupted:
         raise typer.Exit(130)
+
+
+def _launched(launch, task: str) -> None:
+    if launch.ran:
+        typer.echo(f"veRL done: {launch.steps} steps ingested -> {launch.run}")
+        typer.echo(f"evaluate it: benchctl eval --model {launch.run} --tasks {task} --k 1..16")
+        return
+    typer.echo(f"veRL data, config and launch command written to {launch.folder}; not run here: {launch.reason}")
+    typer.echo("on the cluster (veRL 0.9.1 + benchctl, from this folder or a copy of it), run:")
+    typer.echo(f"  {launch.command}")
+    typer.echo(f"then: benchctl ingest verl {launch.folder} --out {launch.run}")
 
 
 def _summary(result, task: str) -> None:

@@ -19,6 +19,7 @@ from benchctl.errors import BenchctlError, check_range
 LOSS_AGGS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm", "token-mean-nondegenerate")
 RATIO_LEVELS = ("token", "sequence")
 DEVICES = ("auto", "cpu", "cuda")
+ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch
 
 # Spec §6: what each recipe sets.  A later source (file, flag) still overrides a recipe value.
 RECIPES: dict[str, dict[str, Any]] = {
@@ -94,6 +95,7 @@ class TrainConfig:
     save_every: int = _f(10, "checkpoint every N steps (and at the end, and on Ctrl-C); 0 = only at the end")
     skip_zero_advantage: bool = _f(True, "skip forward/backward of rows whose token advantages are all 0 (exact)")
     device: str = _f("auto", "policy device: auto (cuda when present), cpu, cuda")
+    engine: str = _f("native", "native (benchctl's trainer) or verl (write veRL data, config and launch; run it if able)")
     threads: int | None = _f(None, "torch threads for the policy's forward/backward; None -> all cores")
     gpu_memory_utilization: float = _f(0.3, "GPU memory fraction for the colocated vLLM engine (GPU only)")
     out: str | None = _f(None, "run folder; None -> results/train/<model>-<estimator>-G<G>-s<seed>")
@@ -238,6 +240,7 @@ def validate(cfg: TrainConfig) -> None:
     _check_choice("loss_agg", cfg.loss_agg, LOSS_AGGS, optional=True)
     _check_choice("ratio", cfg.ratio, RATIO_LEVELS)
     _check_choice("device", cfg.device, DEVICES)
+    _check_choice("engine", cfg.engine, ENGINES)
     _check_combinations(cfg)
     build_estimator(cfg)
 

@@ -1,0 +1,378 @@
+"""`benchctl ingest verl RUN_OR_LOG_DIR --out RUN`: a veRL run as a benchctl training run folder.
+
+Reads (formats of veRL 0.9.1, found anywhere under the folder):
+
+- the file logger (`trainer.logger` with "file"; `verl/utils/tracking.py` FileLogger): JSON Lines
+  `{"step": N, "data": {metric: value}}`, at $VERL_FILE_LOGGER_PATH (`benchctl train --engine verl`:
+  RUN/verl/metrics.jsonl) or <project>/<experiment>.jsonl;
+- rollout dumps (`trainer.rollout_data_dir`; `ray_trainer.py` `_write_generations`): `<step>.jsonl`, one line per
+  response with `input` (decoded prompt), `output`, `gts`, `score` (sum of token-level scores), `step`, plus the
+  reward function's extra keys; a group is the responses sharing one `input` (consecutive unless veRL's
+  `balance_batch` reordered the batch; both are handled: rows are grouped by input in order of first appearance);
+- checkpoints `global_step_N/actor/huggingface/` holding weights (`checkpoint.save_contents` with `hf_model`,
+  which the launch sets): the last one becomes RUN/model;
+- the configuration: RUN/verl/launch.json (written by the launch: exact benchctl config), else a Hydra record
+  `.hydra/config.yaml` or `.hydra/overrides.yaml` / `overrides.txt` (mapped by `VERL_TO_CONFIG`; keys it does not
+  give are null, source `verl`).
+
+Writes (`benchctl.results.train_run`): config.json, train_metrics.parquet (veRL metric names mapped by
+`METRIC_MAP`, derived reward/std, acr/*, adv/*, rollout/tokens*; every other veRL metric as `verl/<name>`),
+rollouts/part-<step>.parquet (problem_id matched through the launch's train.parquet, else `sha1:<input hash>`;
+advantage: the run's benchctl estimator replayed over the logged rewards, step by step with its state, null for
+veRL's own estimators; num_tokens and finish_reason: null, veRL does not dump them), model/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchctl.errors import BenchctlError
+
+METRIC_MAP = {
+    "critic/score/mean": "reward/mean",
+    "actor/entropy": "policy/entropy",
+    "actor/kl_loss": "policy/kl",
+    "actor/grad_norm": "policy/grad_norm",
+    "actor/pg_loss": "loss/pg",
+    "actor/lr": "optim/lr",
+    "response_length/mean": "response/length_mean",
+    "response_length/max": "response/length_max",
+    "response_length/clip_ratio": "response/truncated",
+    "timing_s/gen": "time/rollout",
+    "timing_s/reward": "time/reward",
+    "timing_s/adv": "time/advantage",
+    "timing_s/old_log_prob": "time/logprobs",
+    "timing_s/update_actor": "time/update",
+    "timing_s/update_weights": "time/sync",
+    "timing_s/testing": "time/eval",
+    "timing_s/step": "time/step",
+}
+VERL_TO_CONFIG = {
+    "model": "actor_rollout_ref.model.path",
+    "task": "data.train_files",
+    "group_size": "actor_rollout_ref.rollout.n",
+    "prompts_per_step": "data.train_batch_size",
+    "lr": "actor_rollout_ref.actor.optim.lr",
+    "loss_agg": "actor_rollout_ref.actor.loss_agg_mode",
+    "clip_low": "actor_rollout_ref.actor.clip_ratio_low",
+    "clip_high": "actor_rollout_ref.actor.clip_ratio_high",
+    "seed": "data.seed",
+    "max_tokens": "data.max_response_length",
+    "temperature": "actor_rollout_ref.rollout.temperature",
+}
+KIND = "benchctl-train-run"
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What `ingest` wrote."""
+
+    run: Path
+    steps: int
+    rollout_steps: int
+    model: Path | None  # RUN/model when a checkpoint with HF weights was found
+
+
+# ---- reading veRL's files -----------------------------------------------------------------------------------
+
+
+def _jsonl(path: Path) -> list[dict]:
+    rows = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            raise BenchctlError(f"{path}:{number} is not JSON (a veRL log line is one JSON object)") from None
+    return rows
+
+
+def read_metrics_log(path: Path) -> list[dict]:
+    """FileLogger lines -> [{"step": N, "data": {...}}], the last line of a step winning (a resumed veRL run
+    logs the steps after its checkpoint again)."""
+    by_step: dict[int, dict] = {}
+    for row in _jsonl(path):
+        if not isinstance(row, dict) or not isinstance(row.get("step"), int) or not isinstance(row.get("data"), dict):
+            raise BenchctlError(f"{path} is not a veRL file-logger log (lines {{'step': N, 'data': {{...}}}})")
+        by_step[row["step"]] = row
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def _first_line(path: Path) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            row = json.loads(fh.readline())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def find_files(root: Path) -> tuple[Path, list[tuple[int, Path]], Path | None]:
+    """(metrics log, [(step, rollout dump)], last HF checkpoint with weights or None) under `root`."""
+    logs, dumps = [], []
+    for path in sorted(root.rglob("*.jsonl")):
+        row = _first_line(path)
+        if row is None:
+            continue
+        if "data" in row and "step" in row:
+            logs.append(path)
+        elif re.fullmatch(r"\d+", path.stem) and {"input", "output", "score"} <= set(row):
+            dumps.append((int(path.stem), path))
+    if not logs:
+        raise BenchctlError(f"{root} holds no veRL file-logger log (a .jsonl of {{'step': N, 'data': {{...}}}} lines)")
+    if len(logs) > 1:
+        raise BenchctlError(f"{root} holds several veRL logs ({', '.join(map(str, logs))}); give one run's folder")
+    checkpoints = []
+    for hf in root.rglob("global_step_*/actor/huggingface"):
+        match = re.fullmatch(r"global_step_(\d+)", hf.parent.parent.name)
+        if match and (any(hf.glob("*.safetensors")) or any(hf.glob("*.bin"))):
+            checkpoints.append((int(match.group(1)), hf))
+    return logs[0], sorted(dumps), max(checkpoints)[1] if checkpoints else None
+
+
+# ---- configuration ------------------------------------------------------------------------------------------
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """Hydra override strings -> {dotted key: value} (values read as YAML, `+`/`++` prefixes dropped)."""
+    import yaml
+
+    out = {}
+    for item in items:
+        key, eq, text = str(item).partition("=")
+        if not eq:
+            continue
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        out[key.lstrip("+~")] = value
+    return out
+
+
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(tree, dict):
+        return {prefix: tree}
+    out = {}
+    for key, value in tree.items():
+        out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def verl_settings(root: Path) -> dict[str, Any]:
+    """{dotted key: value} of the run's veRL config: `.hydra/config.yaml`, else the override lists."""
+    import yaml
+
+    for name in (".hydra/config.yaml", ".hydra/overrides.yaml", "overrides.txt"):
+        found = sorted(root.rglob(name)) if not (root / name).is_file() else [root / name]
+        if not found:
+            continue
+        text = found[0].read_text(encoding="utf-8")
+        if name == "overrides.txt":
+            return parse_overrides([line for line in text.splitlines() if line.strip()])
+        data = yaml.safe_load(text)
+        return _flatten(data) if isinstance(data, dict) else parse_overrides(list(data or []))
+    raise BenchctlError(
+        f"{root} holds no veRL configuration (launch.json, .hydra/config.yaml, .hydra/overrides.yaml or overrides.txt)"
+    )
+
+
+def record_from_settings(settings: dict[str, Any], steps: int) -> dict[str, dict]:
+    """A benchctl config record from veRL settings (source `verl`; unknown keys null)."""
+    name = str(settings.get("algorithm.adv_estimator", "gae"))
+    estimator = name.removeprefix("benchctl_") if name.startswith("benchctl_") else f"verl:{name}"
+    params = {k.split(".", 2)[2]: v for k, v in settings.items() if k.startswith("algorithm.benchctl.")}
+    values: dict[str, Any] = {key: settings.get(path) for key, path in VERL_TO_CONFIG.items()}
+    kl = (
+        settings.get("actor_rollout_ref.actor.kl_loss_coef")
+        if settings.get("actor_rollout_ref.actor.use_kl_loss")
+        else 0.0
+    )
+    label = estimator + (f"({','.join(f'{k}={v}' for k, v in sorted(params.items()))})" if params else "")
+    values.update(
+        estimator=estimator,
+        estimator_params=params,
+        estimator_label=label,
+        kl_coef=kl,
+        steps=steps,
+        engine="verl",
+        model_resolved=values["model"],
+        max_tokens_resolved=values["max_tokens"],
+        loss_agg_resolved=values["loss_agg"],
+        lr_resolved=values["lr"],
+        device="auto",
+        gpu_memory_utilization=settings.get("actor_rollout_ref.rollout.gpu_memory_utilization", 0.3),
+    )
+    return {k: {"value": v, "source": "verl"} for k, v in values.items()}
+
+
+def config_of(root: Path, steps: int) -> dict[str, dict]:
+    """The run's benchctl config record: the launch's own (steps = those logged), else from veRL's config."""
+    launch = root / "launch.json"
+    if launch.is_file():
+        record = json.loads(launch.read_text(encoding="utf-8"))["config"]
+        record["steps"] = {"value": steps, "source": "verl"}
+        return record
+    return record_from_settings(verl_settings(root), steps)
+
+
+# ---- rollouts -----------------------------------------------------------------------------------------------
+
+
+def problem_index(root: Path, settings_files: list[Path]) -> dict[str, list[tuple[str, str]]]:
+    """{ground truth: [(question, problem_id)]} from the launch's train.parquet(s), for matching dumps."""
+    import pyarrow.parquet as pq
+
+    index: dict[str, list[tuple[str, str]]] = {}
+    for path in settings_files:
+        if not path.is_file():
+            continue
+        for row in pq.read_table(path, columns=["reward_model", "extra_info"]).to_pylist():
+            info = row["extra_info"] or {}
+            if "problem_id" in info:
+                gold = str(row["reward_model"]["ground_truth"])
+                index.setdefault(gold, []).append((str(info["question"]), str(info["problem_id"])))
+    return index
+
+
+def _problem_id(text: str, gold: Any, index: dict[str, list[tuple[str, str]]]) -> str:
+    matches = [pid for question, pid in index.get(str(gold), []) if question in text]
+    if len(matches) >= 1:
+        return max(matches, key=len) if len(matches) == 1 else matches[0]
+    return "sha1:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+
+
+def step_groups(rows: list[dict]) -> list[list[dict]]:
+    """Responses grouped by identical `input`, groups in order of first appearance, rows in dump order."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(str(row["input"]), []).append(row)
+    return list(groups.values())
+
+
+def rollout_step(step: int, rows: list[dict], index, estimator):
+    """(rollout table, derived metrics) of one dump; advantages from `estimator` (None -> null)."""
+    import numpy as np
+
+    from benchctl.results.train_run import rollout_table
+
+    groups = step_groups(rows)
+    sizes = sorted({len(g) for g in groups})
+    if len(sizes) != 1:
+        raise BenchctlError(f"rollout dump of step {step}: groups of unequal size {sizes} (rollout.n must be fixed)")
+    rewards = np.array([[float(r["score"]) for r in g] for g in groups])  # (P, G)
+    adv = np.full(rewards.shape, np.nan) if estimator is None else np.asarray(estimator.advantages(rewards))
+    ids = [_problem_id(str(g[0]["input"]), g[0].get("gts"), index) for g in groups]
+    n = rewards.size
+    table = rollout_table(step, ids, rewards, adv, [0] * n, [""] * n, [[str(r["output"]) for r in g] for g in groups])
+    table = _nulls(table, ("num_tokens", "finish_reason") + (("advantage",) if estimator is None else ()))
+    same = (rewards == rewards[:, :1]).all(axis=1)  # (P,) degenerate groups
+    metrics = {
+        "reward/std": float(rewards.std()),
+        "acr/all": float(same.mean()),
+        "acr/all_wrong": float((same & (rewards[:, 0] <= 0)).mean()),
+        "acr/all_correct": float((same & (rewards[:, 0] > 0)).mean()),
+    }
+    if estimator is not None:
+        metrics.update({"adv/pos_sum": float(adv[adv > 0].sum()), "adv/neg_sum": float(adv[adv < 0].sum())})
+        metrics.update({"adv/min": float(adv.min()), "adv/max": float(adv.max())})
+        metrics.update({f"est/{k}": float(v) for k, v in (estimator.metrics() or {}).items()})
+    return table, metrics
+
+
+def _nulls(table, names):
+    import pyarrow as pa
+
+    for name in names:
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, table.schema.field(i), pa.nulls(len(table), table.schema.field(i).type))
+    return table
+
+
+# ---- the run folder -----------------------------------------------------------------------------------------
+
+
+def metrics_rows(log: list[dict], derived: dict[int, dict], rows_per_step: int | None) -> list[dict]:
+    """One benchctl metrics row per logged step: mapped names, `verl/<name>` for the rest, derived columns."""
+    out, tokens, samples = [], 0.0, 0
+    for entry in log:
+        step, data = entry["step"], entry["data"]
+        row: dict[str, Any] = {"step": step}
+        for key, value in data.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                row[METRIC_MAP.get(key, f"verl/{key}")] = float(value)
+        row.update(derived.get(step, {}))
+        n = derived.get(step, {}).pop("_rows", None) or rows_per_step
+        if n and "response/length_mean" in row:
+            row["rollout/tokens"] = row["response/length_mean"] * n
+            tokens, samples = tokens + row["rollout/tokens"], samples + n
+            row["rollout/tokens_total"], row["rollout/samples_total"] = tokens, samples
+        row.pop("_rows", None)
+        out.append(row)
+    return out
+
+
+def _estimator(record: dict[str, dict]):
+    from benchctl.estimators import get_estimator
+
+    name = str(record.get("estimator", {}).get("value", ""))
+    if name.startswith("verl:") or not name:
+        return None
+    return get_estimator(name, **dict(record.get("estimator_params", {}).get("value") or {}))
+
+
+def _prepare_out(out: Path, source: Path) -> None:
+    """`out` may be new, empty, the launch's own RUN (holding verl/), or an earlier ingest; nothing else."""
+    if not out.exists():
+        return
+    data = _first_line(out / "config.json") if (out / "config.json").is_file() else None
+    ingested = data is not None and (data.get("config", {}).get("engine", {}) or {}).get("value") == "verl"
+    others = [p for p in out.iterdir() if p.name != "verl" and p.resolve() != source.resolve()]
+    if others and not ingested:
+        raise BenchctlError(f"--out {out} exists and is not an ingested veRL run; choose another --out")
+    for name in ("train_metrics.parquet", "rollouts", "model"):
+        path = out / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+def ingest(source: str | Path, out: str | Path | None = None) -> Ingested:
+    """A veRL run (a launch folder RUN/verl, a RUN holding one, or any veRL output folder) -> benchctl run `out`
+    (default: the RUN a launch folder belongs to)."""
+    from benchctl.results import train_run
+
+    source = Path(source)
+    if not source.is_dir():
+        raise BenchctlError(f"{source}: no such folder (give a veRL run folder or a benchctl RUN with verl/)")
+    root = source / "verl" if (source / "verl" / "launch.json").is_file() else source
+    if out is None:
+        if not (root / "launch.json").is_file():
+            raise BenchctlError(f"{source} was not written by benchctl train --engine verl: give --out RUN")
+        out = root.parent
+    out = Path(out)
+    log_path, dumps, checkpoint = find_files(root)
+    log = read_metrics_log(log_path)
+    record = config_of(root, max((e["step"] for e in log), default=0))
+    _prepare_out(out, root)
+    estimator = _estimator(record)
+    index = problem_index(root, [root / "train.parquet"])
+    derived: dict[int, dict] = {}
+    for step, path in dumps:
+        table, metrics = rollout_step(step, _jsonl(path), index, estimator)
+        train_run.write_rollouts(out, step, table)
+        derived[step] = {**metrics, "_rows": len(table)}
+    G, P = (record.get(k, {}).get("value") for k in ("group_size", "prompts_per_step"))
+    train_run.write_train_metrics(out, metrics_rows(log, derived, G * P if G and P else None))
+    model = None
+    if checkpoint is not None:
+        model = out / "model"
+        shutil.copytree(checkpoint, model)
+    record["run"] = {"value": str(out), "source": "derived"}
+    train_run.write_config(out, record)
+    return Ingested(out, len(log), len(dumps), model)
