@@ -283,7 +283,7 @@ def rollout_step(step: int, rows: list[dict], index, estimator):
     if estimator is not None:
         metrics.update({"adv/pos_sum": float(adv[adv > 0].sum()), "adv/neg_sum": float(adv[adv < 0].sum())})
         metrics.update({"adv/min": float(adv.min()), "adv/max": float(adv.max())})
-        metrics.update({f"est/{k}": float(v) for k, v in (estimator.metrics() or {}).items()})
+        metrics.update({f"est/{k}": float(v) for k, v in estimator.diagnostics().items()})
     return table, metrics
 
 
@@ -300,10 +300,12 @@ def _nulls(table, names):
 
 
 def metrics_rows(log: list[dict], derived: dict[int, dict], rows_per_step: int | None) -> list[dict]:
-    """One benchctl metrics row per logged step: mapped names, `verl/<name>` for the rest, derived columns."""
+    """One benchctl metrics row per logged step >= 1: mapped names, `verl/<name>` for the rest, derived columns."""
     out, tokens, samples = [], 0.0, 0
     for entry in log:
         step, data = entry["step"], entry["data"]
+        if step < 1:
+            continue  # step 0: veRL's validation before training (benchctl's steps are 1-based)
         row: dict[str, Any] = {"step": step}
         for key, value in data.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -368,11 +370,12 @@ def ingest(source: str | Path, out: str | Path | None = None) -> Ingested:
         train_run.write_rollouts(out, step, table)
         derived[step] = {**metrics, "_rows": len(table)}
     G, P = (record.get(k, {}).get("value") for k in ("group_size", "prompts_per_step"))
-    train_run.write_train_metrics(out, metrics_rows(log, derived, G * P if G and P else None))
+    rows = metrics_rows(log, derived, G * P if G and P else None)
+    train_run.write_train_metrics(out, rows)
     model = None
     if checkpoint is not None:
         model = out / "model"
         shutil.copytree(checkpoint, model)
     record["run"] = {"value": str(out), "source": "derived"}
     train_run.write_config(out, record)
-    return Ingested(out, len(log), len(dumps), model)
+    return Ingested(out, len(rows), len(dumps), model)

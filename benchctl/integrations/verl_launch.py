@@ -95,6 +95,20 @@ def check_supported(cfg) -> None:
             raise BenchctlError(f"engine=verl cannot run {why}")
 
 
+def check_chat_template(model_path: str) -> None:
+    """veRL's RLHFDataset applies the tokenizer's chat template to `prompt` (and drops rows where it fails): a
+    local model folder without one is refused (hub ids are checked by veRL itself)."""
+    config = Path(model_path) / "tokenizer_config.json"
+    if not config.is_file():
+        return
+    has = "chat_template" in json.loads(config.read_text(encoding="utf-8"))
+    if not has and not any(Path(model_path).glob("chat_template.*")):
+        raise BenchctlError(
+            f"engine=verl: the tokenizer of {model_path} has no chat template, which veRL's RLHFDataset applies to "
+            "every prompt; use a chat model"
+        )
+
+
 def run_folder(cfg) -> Path:
     """`cfg.out`, else results/train/<model>-<estimator label>-G<G>-s<seed> (as the native trainer names it)."""
     if cfg.out:
@@ -320,6 +334,7 @@ def prepare(cfg) -> tuple[Path, Path, list[str]]:
     write_dataset(folder / VAL_DATA, val)
     longest = max(len(m["content"]) for row in train + val for m in row["prompt"])
     model = resolve_model(cfg.model)
+    check_chat_template(model.path)
     items = overrides(cfg, model.path, len(train), longest + PROMPT_MARGIN, run.name)
     (folder / REWARD_FILE).write_text(REWARD_SHIM)
     (folder / LAUNCH_FILE).write_text(launch_script(items, run.name))

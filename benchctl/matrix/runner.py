@@ -201,6 +201,8 @@ def run_cell(cell: Cell, results: str) -> CellOutcome:
             result = train_cell(cell, run)
             if result.interrupted:
                 return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
+            if getattr(result, "pending", None):  # engine verl without veRL/GPU here: the cluster runs it
+                return CellOutcome(cell.name, "pending", result.pending, time.perf_counter() - start)
             steps = result.steps
         evaluation = evaluate_cell(cell, run)
     except KeyboardInterrupt:
@@ -240,9 +242,14 @@ def _reason(exc: BaseException, run: Path) -> str:
 
 
 def train_cell(cell: Cell, run: Path):
-    """Start the cell's training run, or continue it from its latest checkpoint."""
+    """Start the cell's training run, or continue it from its latest checkpoint (`engine: verl` under `train:`:
+    prepare RUN/verl/ and run or ingest it, `benchctl.integrations.verl_launch.launch`)."""
     from benchctl.trainers import build_config, train
 
+    if cell.train_values().get("engine", "native") == "verl":  # RUN/verl/ may hold the cluster's outputs: kept
+        from benchctl.integrations.verl_launch import launch
+
+        return launch(build_config(flag_values={**cell.train_values(), "out": str(run)}))
     if run.exists() and not (run / "config.json").is_file():
         shutil.rmtree(run)  # killed before the trainer wrote its config, or only a failure log: start afresh
     values = cell.train_values()
