@@ -21,7 +21,7 @@ def verl_command(
     from benchctl.integrations.verl_ingest import ingest
 
     done = ingest(source, out)
-    model = f", model from {done.model}" if done.model else ", no HF checkpoint (model/ not written)"
+    model = f", model/ from {done.checkpoint}" if done.model else ", no HF checkpoint (model/ not written)"
     typer.echo(f"ingested {done.steps} steps, {done.rollout_steps} rollout dumps{model} -> {done.run}")
 
 

@@ -77,6 +77,7 @@ class Ingested:
     steps: int
     rollout_steps: int
     model: Path | None  # RUN/model when a checkpoint with HF weights was found
+    checkpoint: Path | None = None  # the veRL checkpoint it was copied from
 
 
 # ---- reading veRL's files -----------------------------------------------------------------------------------
@@ -334,7 +335,10 @@ def _prepare_out(out: Path, source: Path) -> None:
     """`out` may be new, empty, the launch's own RUN (holding verl/), or an earlier ingest; nothing else."""
     if not out.exists():
         return
-    data = _first_line(out / "config.json") if (out / "config.json").is_file() else None
+    try:
+        data = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
     ingested = data is not None and (data.get("config", {}).get("engine", {}) or {}).get("value") == "verl"
     others = [p for p in out.iterdir() if p.name != "verl" and p.resolve() != source.resolve()]
     if others and not ingested:
@@ -378,4 +382,4 @@ def ingest(source: str | Path, out: str | Path | None = None) -> Ingested:
         shutil.copytree(checkpoint, model)
     record["run"] = {"value": str(out), "source": "derived"}
     train_run.write_config(out, record)
-    return Ingested(out, len(rows), len(dumps), model)
+    return Ingested(out, len(rows), len(dumps), model, checkpoint)
