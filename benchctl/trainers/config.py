@@ -95,7 +95,7 @@ class TrainConfig:
     save_every: int = _f(10, "checkpoint every N steps (and at the end, and on Ctrl-C); 0 = only at the end")
     skip_zero_advantage: bool = _f(True, "skip forward/backward of rows whose token advantages are all 0 (exact)")
     device: str = _f("auto", "policy device: auto (cuda when present), cpu, cuda")
-    engine: str = _f("native", "native (benchctl's trainer) or verl (write veRL data, config and launch; run it if able)")
+    engine: str = _f("native", "native (benchctl's trainer) or verl (veRL data, config, launch; runs if able)")
     threads: int | None = _f(None, "torch threads for the policy's forward/backward; None -> all cores")
     gpu_memory_utilization: float = _f(0.3, "GPU memory fraction for the colocated vLLM engine (GPU only)")
     out: str | None = _f(None, "run folder; None -> results/train/<model>-<estimator>-G<G>-s<seed>")
