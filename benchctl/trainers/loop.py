@@ -31,11 +31,12 @@ from benchctl.estimators._common import group_stats
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
 from benchctl.trainers.config import TrainConfig, parse_eval_ks
-from benchctl.trainers.losses import active_rows, aggregation_weights, policy_loss, token_entropy
+from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss, token_entropy
 from benchctl.trainers.policy import (
     completion_logits,
     engine_state_dict,
     gather_logprobs,
+    length_buckets,
     pack,
     sequence_logprobs,
     threads,
@@ -257,37 +258,41 @@ def update(
 def _minibatch_step(
     s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref, engine_lp, first, sums: dict
 ) -> None:
-    """One optimizer step on mini-batch `mb` (row indices); only its active rows are forwarded."""
+    """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in `length_buckets`,
+    each trimmed of its padding columns; the buckets' losses (sums over rows) accumulate one gradient."""
     cfg = s.cfg
-    weights = aggregation_weights(batch.mask[mb], s.agg, nondegenerate[mb], s.max_tokens)  # (B, T) over ALL rows
+    weights = aggregation_weights(batch.mask[mb], s.agg, nondegenerate[mb], s.max_tokens)[mb_active]  # ALL rows
     rows = mb[mb_active]
     s.optimizer.zero_grad(set_to_none=False)  # zero (not None) grads: an all-skipped mini-batch steps like zeros
-    if rows.numel():
-        sub = batch.rows(rows)
-        logits = completion_logits(s.model, sub, cfg.temperature)  # (b, T, V)
-        logp = gather_logprobs(logits, sub.tokens)  # (b, T)
+    parts = []
+    for bucket in length_buckets(batch.rows(rows)) if rows.numel() else []:
+        sub, idx = batch.rows(rows[bucket]).trim(), rows[bucket]
+        t = sub.tokens.shape[1]
+        logits = completion_logits(s.model, sub, cfg.temperature)  # (b, t, V)
+        logp = gather_logprobs(logits, sub.tokens)  # (b, t)
         loss, m = policy_loss(
             logp,
-            logp.detach() if old is None else old[rows],
-            token_adv[rows],
-            weights[mb_active],
+            logp.detach() if old is None else old[idx, :t],
+            token_adv[idx, :t],
+            weights[bucket, :t],
             sub.mask,
             clip_low=cfg.clip_low,
             clip_high=cfg.clip_high,
             ratio=cfg.ratio,
             kl_coef=cfg.kl_coef,
-            ref_logp=None if ref is None else ref[rows],
+            ref_logp=None if ref is None else ref[idx, :t],
         )
         loss.backward()
-        for key, value in m.items():
-            sums[key] = sums.get(key, 0.0) + float(value)
+        parts.append((m, float(sub.mask.sum())))
         if first:
             with torch.no_grad():
-                gap = (logp.detach() - engine_lp[rows]).abs() * sub.mask
+                gap = (logp.detach() - engine_lp[idx, :t]).abs() * sub.mask
                 sums["_entropy"] = sums.get("_entropy", 0.0) + float((token_entropy(logits.detach()) * sub.mask).sum())
                 sums["_gap"] = sums.get("_gap", 0.0) + float(gap.sum())
                 sums["_gap_max"] = max(sums.get("_gap_max", 0.0), float(gap.max()))
                 sums["_tokens"] = sums.get("_tokens", 0.0) + float(sub.mask.sum())
+    for key, value in combine_metrics(parts).items():
+        sums[key] = sums.get(key, 0.0) + value
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
     norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), max_norm)
     sums["policy/grad_norm"] = sums.get("policy/grad_norm", 0.0) + float(norm)

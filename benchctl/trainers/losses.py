@@ -99,6 +99,18 @@ def policy_loss(
     return loss, metrics
 
 
+def combine_metrics(parts: list[tuple[dict, float]]) -> dict[str, float]:
+    """The metrics of one `policy_loss` call over all rows from calls over buckets of them: `(metrics, tokens)`
+    per bucket. `loss/*` are sums over rows (added); the rest are token means (weighted by tokens)."""
+    tokens = sum(n for _, n in parts)
+    out: dict[str, float] = {}
+    for metrics, n in parts:
+        for key, value in metrics.items():
+            share = 1.0 if key.startswith("loss/") else n / max(tokens, 1.0)
+            out[key] = out.get(key, 0.0) + float(value) * share
+    return out
+
+
 def token_entropy(logits: torch.Tensor) -> torch.Tensor:
     """Entropy of softmax(logits) per position (N, T), without keeping a (N, T, V) probability tensor alive."""
     logz = torch.logsumexp(logits, dim=-1, keepdim=True)  # (N, T, 1)

@@ -1,0 +1,97 @@
+"""Length buckets: the update forwards rows grouped by length and trimmed of padding columns, and that changes
+neither the log-probabilities, nor the loss, nor the gradient of a mini-batch; the split is the cheapest one."""
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from benchctl.trainers import loop
+from benchctl.trainers.policy import completion_logits, gather_logprobs, length_buckets, pack, sequence_logprobs
+
+
+def _random_batch(seed: int, rows: int, max_prompt: int = 7, max_completion: int = 12):
+    rng = np.random.default_rng(seed)
+    prompts = [list(rng.integers(5, 40, size=rng.integers(2, max_prompt + 1))) for _ in range(rows)]
+    completions = [list(rng.integers(5, 40, size=rng.integers(1, max_completion + 1))) for _ in range(rows)]
+    return pack(prompts, completions, pad_id=0)
+
+
+def _cost(batch, buckets, overhead):
+    prompt = batch.attention_mask[:, : batch.prompt_width].sum(1)
+    completion = batch.mask.sum(1).clamp(min=1)
+    return sum(len(b) * int(prompt[b].max() + completion[b].max()) + overhead for b in buckets)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_buckets_partition_the_rows_at_the_least_cost_of_any_contiguous_split(seed):
+    batch = _random_batch(seed, rows=7)
+    overhead = [0, 8, 30][seed % 3]
+    buckets = length_buckets(batch, overhead)
+    assert sorted(torch.cat(buckets).tolist()) == list(range(7))
+    order = np.lexsort((batch.attention_mask[:, : batch.prompt_width].sum(1).numpy(), batch.mask.sum(1).numpy()))
+    best = min(  # every split of the length-sorted rows into contiguous runs
+        _cost(batch, [torch.as_tensor(order[i:j]) for i, j in zip((0, *cuts), (*cuts, 7))], overhead)
+        for r in range(7)
+        for cuts in itertools.combinations(range(1, 7), r)
+    )
+    assert _cost(batch, buckets, overhead) == best
+
+
+def test_a_large_overhead_keeps_one_bucket_and_no_overhead_separates_lengths():
+    batch = _random_batch(0, rows=16)
+    assert len(length_buckets(batch, overhead=10**9)) == 1
+    for bucket in length_buckets(batch, overhead=0):  # each bucket: one completion length
+        assert len(set(batch.mask[bucket].sum(1).tolist())) == 1
+
+
+def test_trimmed_rows_have_the_log_probs_of_the_full_batch(tiny_model):
+    from benchctl.trainers.policy import load_policy
+
+    model = load_policy(str(tiny_model), "cpu").eval()
+    batch = _random_batch(3, rows=10)
+    with torch.no_grad():
+        full = gather_logprobs(completion_logits(model, batch, 0.7), batch.tokens) * batch.mask
+        for bucket in length_buckets(batch, overhead=0):
+            piece = batch.rows(bucket).trim()
+            t = piece.tokens.shape[1]
+            assert t == int(batch.mask[bucket].sum(1).max()) and piece.tokens.shape[1] <= batch.tokens.shape[1]
+            part = gather_logprobs(completion_logits(model, piece, 0.7), piece.tokens) * piece.mask
+            torch.testing.assert_close(part, full[bucket, :t], atol=1e-5, rtol=1e-5)
+            assert float(full[bucket, t:].abs().sum()) == 0.0
+        torch.testing.assert_close(sequence_logprobs(model, batch, 0.7), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm"])
+def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tiny_model, monkeypatch, agg):
+    from benchctl.trainers.policy import load_policy
+
+    batch = _random_batch(5, rows=12)
+    adv = torch.linspace(-1.0, 1.0, 12)[:, None].expand_as(batch.mask).contiguous()
+    nondeg = torch.ones(12, dtype=torch.bool)
+    old = torch.randn(batch.mask.shape) * 0.1 - 3.0  # off-policy: some ratios are clipped
+    results = []
+    for split in (False, True):
+        if not split:
+            monkeypatch.setattr(loop, "length_buckets", lambda b: [torch.arange(b.tokens.shape[0])])
+        else:
+            monkeypatch.setattr(loop, "length_buckets", lambda b: length_buckets(b, overhead=0))
+        model = load_policy(str(tiny_model), "cpu")
+        cfg = SimpleNamespace(
+            temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0, max_grad_norm=0
+        )
+        s = SimpleNamespace(cfg=cfg, model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0), agg=agg)
+        s.max_tokens = 12
+        sums: dict = {}
+        rows, active = torch.arange(12), torch.ones(12, dtype=torch.bool)
+        loop._minibatch_step(s, batch, rows, active, adv, nondeg, old, None, torch.zeros_like(batch.mask), True, sums)
+        results.append((sums, torch.cat([p.grad.flatten() for p in model.parameters()])))
+    (one, grad_one), (split, grad_split) = results
+    assert set(one) == set(split)
+    for key in one:
+        assert split[key] == pytest.approx(one[key], rel=1e-5, abs=1e-7), key
+    assert 0 < one["policy/clip_low"] + one["policy/clip_high"] < 1
+    torch.testing.assert_close(grad_split, grad_one, atol=1e-6, rtol=1e-4)
+    assert grad_one.abs().sum() > 0
