@@ -227,12 +227,12 @@ def config_of(root: Path, steps: int) -> dict[str, dict]:
 # ---- rollouts -----------------------------------------------------------------------------------------------
 
 
-def problem_index(root: Path, settings_files: list[Path]) -> dict[str, list[tuple[str, str]]]:
+def problem_index(files: list[Path]) -> dict[str, list[tuple[str, str]]]:
     """{ground truth: [(question, problem_id)]} from the launch's train.parquet(s), for matching dumps."""
     import pyarrow.parquet as pq
 
     index: dict[str, list[tuple[str, str]]] = {}
-    for path in settings_files:
+    for path in files:
         if not path.is_file():
             continue
         for row in pq.read_table(path, columns=["reward_model", "extra_info"]).to_pylist():
@@ -244,9 +244,11 @@ def problem_index(root: Path, settings_files: list[Path]) -> dict[str, list[tupl
 
 
 def _problem_id(text: str, gold: Any, index: dict[str, list[tuple[str, str]]]) -> str:
-    matches = [pid for question, pid in index.get(str(gold), []) if question in text]
-    if len(matches) >= 1:
-        return max(matches, key=len) if len(matches) == 1 else matches[0]
+    """The id of the problem with this gold whose question the decoded prompt contains (the longest such question,
+    so `1+1=` does not claim `11+1=`), else `sha1:<hash of the prompt>`."""
+    matches = [(question, pid) for question, pid in index.get(str(gold), []) if question in text]
+    if matches:
+        return max(matches, key=lambda m: len(m[0]))[1]
     return "sha1:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -367,7 +369,7 @@ def ingest(source: str | Path, out: str | Path | None = None) -> Ingested:
     record = config_of(root, max((e["step"] for e in log), default=0))
     _prepare_out(out, root)
     estimator = _estimator(record)
-    index = problem_index(root, [root / "train.parquet"])
+    index = problem_index([root / "train.parquet"])
     derived: dict[int, dict] = {}
     for step, path in dumps:
         table, metrics = rollout_step(step, _jsonl(path), index, estimator)
