@@ -19,9 +19,13 @@ one) and ingests the result; otherwise it returns what to run on the cluster.
 
 Mapping [our choice where veRL has no exact counterpart]: estimator -> `algorithm.adv_estimator=benchctl_<name>`
 with `+algorithm.benchctl.<param>`; G -> rollout.n; prompts_per_step -> data.train_batch_size; steps ->
-trainer.total_training_steps; loss_agg -> actor.loss_agg_mode; clip_low/high -> actor.clip_ratio_low/high;
-kl_coef -> use_kl_loss + kl_loss_coef with `low_var_kl` (k3, as benchctl); ratio=sequence -> policy_loss
-gspo; mini_batches -> ppo_mini_batch_size = P / mini_batches.  Not expressible in veRL's main_ppo and refused
+trainer.total_training_steps; loss_agg -> actor.loss_agg_mode (same names in veRL's `core_algos.agg_loss`), and
+for seq-mean-token-sum-norm actor.loss_scale_factor = max_tokens (veRL's default divides by the longest response
+of each micro-batch, benchctl and Dr.GRPO by the generation budget); clip_low/high -> actor.clip_ratio_low/high;
+kl_coef -> use_kl_loss + kl_loss_coef with `low_var_kl` (k3, as benchctl; veRL clamps it to [-10, 10]);
+max_grad_norm -> actor.optim.clip_grad (0 = off -> inf; veRL 0.9.1's engine ignores actor.grad_clip); ratio=sequence
+-> policy_loss gspo; epochs -> ppo_epochs; mini_batches -> ppo_mini_batch_size = P / mini_batches (prompts; veRL
+multiplies by rollout.n).  Not expressible in veRL's main_ppo and refused
 (`check_supported`): token_budget (veRL stops by steps), dynamic_sampling (DAPO's filter_groups lives in
 veRL's recipe folder, not main_ppo), loss_agg token-mean-nondegenerate, OAR (no token scores), --resume
 (rerun launch.sh: veRL resumes from RUN/verl/checkpoints itself).
@@ -189,6 +193,9 @@ def task_data(cfg) -> tuple[list[dict], list[dict]]:
 
 
 def _value(value: Any) -> str:
+    """A Hydra override value: True/False, null, [json items], else str (inf stays `inf`, a Hydra float)."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, (list, tuple)):
@@ -217,7 +224,7 @@ def overrides(cfg, model_path: str, n_train: int, max_prompt_length: int, name: 
     from benchctl.trainers.config import build_estimator, loss_agg, resolved_lr, resolved_max_tokens
 
     P, G = cfg.prompts_per_step, cfg.group_size
-    actor = "actor_rollout_ref.actor"
+    actor, agg = "actor_rollout_ref.actor", loss_agg(cfg, build_estimator(cfg))
     settings = {
         "algorithm.use_kl_in_reward": False,
         "data.train_files": f"{HERE}/{TRAIN_DATA}",
@@ -231,11 +238,12 @@ def overrides(cfg, model_path: str, n_train: int, max_prompt_length: int, name: 
         f"{actor}.optim.lr": resolved_lr(cfg),
         f"{actor}.optim.weight_decay": cfg.weight_decay,
         f"{actor}.optim.lr_warmup_steps": cfg.warmup_steps,
-        f"{actor}.grad_clip": cfg.max_grad_norm,
+        f"{actor}.optim.clip_grad": cfg.max_grad_norm or math.inf,  # veRL 0.9.1 reads optim.clip_grad only
         f"{actor}.ppo_epochs": cfg.epochs,
         f"{actor}.ppo_mini_batch_size": P // cfg.mini_batches,
         f"{actor}.ppo_micro_batch_size_per_gpu": min(8, P * G // cfg.mini_batches),
-        f"{actor}.loss_agg_mode": loss_agg(cfg, build_estimator(cfg)),
+        f"{actor}.loss_agg_mode": agg,
+        **({f"{actor}.loss_scale_factor": resolved_max_tokens(cfg)} if agg == "seq-mean-token-sum-norm" else {}),
         f"{actor}.clip_ratio_low": cfg.clip_low,
         f"{actor}.clip_ratio_high": cfg.clip_high,
         f"{actor}.use_kl_loss": cfg.kl_coef > 0,

@@ -120,6 +120,8 @@ def test_engine_verl_without_verl_here_writes_the_run_folder_and_prints_the_clus
     for item in ("data.train_batch_size=8", "trainer.total_training_steps=5", "data.max_response_length=8"):
         assert item in overrides
     assert "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm" in overrides  # Dr.GRPO's default
+    assert "actor_rollout_ref.actor.loss_scale_factor=8" in overrides  # its constant: max_tokens, as benchctl's
+    assert "actor_rollout_ref.actor.optim.clip_grad=1.0" in overrides  # veRL 0.9.1 never reads actor.grad_clip
     assert "actor_rollout_ref.actor.clip_ratio_high=0.28" in overrides
     launch = json.loads((run / "verl" / "launch.json").read_text())["config"]
     assert launch["engine"] == {"value": "verl", "source": "flag"}

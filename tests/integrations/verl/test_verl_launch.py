@@ -93,6 +93,9 @@ def test_generated_overrides_compose_with_verls_config_as_the_same_experiment(la
     assert (rollout.n, config.data.train_batch_size, config.trainer.total_training_steps) == (4, 16, 30)
     assert (actor.loss_agg_mode, actor.clip_ratio_low, actor.clip_ratio_high) == ("seq-mean-token-sum-norm", 0.2, 0.28)
     assert (actor.use_kl_loss, actor.kl_loss_coef, actor.kl_loss_type) == (True, 0.01, "low_var_kl")
+    assert actor.loss_scale_factor == 12  # Dr.GRPO's constant: the generation budget, not the micro-batch's length
+    assert actor.optim.clip_grad == cfg.max_grad_norm  # what veRL 0.9.1's engine clips by (actor.grad_clip is unread)
+    assert (actor.ppo_epochs, actor.ppo_mini_batch_size) == (cfg.epochs, 16)
     assert (actor.optim.lr, rollout.temperature, config.data.max_response_length) == (2e-6, 0.9, 12)
     assert (config.data.seed, rollout.seed, actor.data_loader_seed) == (7, 7, 7)
     assert config.actor_rollout_ref.model.path == str(cfg.model)
@@ -144,3 +147,28 @@ def test_verls_reward_loader_grades_with_benchctls_grader(launched):
     kwargs = {"data_source": row["data_source"], "ground_truth": gold, "extra_info": row["extra_info"]}
     assert score(solution_str=gold, **kwargs) == 1.0
     assert score(solution_str=str(int(gold) + 1), **kwargs) == 0.0
+
+
+def test_no_gradient_clipping_is_an_infinite_clip_norm_in_verl(chat_model, tmp_path):
+    flags = {"model": str(chat_model), "max_grad_norm": 0.0, "prompts_per_step": 8, "out": str(tmp_path / "run")}
+    _, folder, items = verl_launch.prepare(build_config(flag_values=flags))
+    assert compose(items).actor_rollout_ref.actor.optim.clip_grad == float("inf")  # torch clips by min(1, inf/norm)
+
+
+@pytest.mark.parametrize("mode", verl_launch.VERL_LOSS_AGGS)
+def test_verls_loss_aggregation_under_the_generated_config_is_benchctls(mode, chat_model, tmp_path):
+    """veRL pads a micro-batch to its longest response only; with the generated loss_scale_factor its agg_loss
+    still equals benchctl's aggregation (which divides Dr.GRPO's sum by the generation budget max_tokens)."""
+    import torch
+
+    from benchctl.trainers.losses import aggregation_weights
+
+    flags = {"model": str(chat_model), "loss_agg": mode, "max_tokens": 16, "prompts_per_step": 8}
+    _, _, items = verl_launch.prepare(build_config(flag_values={**flags, "out": str(tmp_path / "run")}))
+    actor = compose(items).actor_rollout_ref.actor
+    gen = torch.Generator().manual_seed(0)
+    loss = torch.randn(6, 9, generator=gen, dtype=torch.float64)  # (N, T): T = 9 < max_tokens, as veRL pads
+    mask = (torch.arange(9)[None, :] < torch.tensor([9, 3, 1, 5, 7, 2])[:, None]).double()  # (N, T)
+    theirs = core_algos.agg_loss(loss, mask, actor.loss_agg_mode, loss_scale_factor=actor.loss_scale_factor)
+    weights = aggregation_weights(mask, mode, torch.ones(6, dtype=torch.bool), 16)  # (N, T)
+    assert torch.allclose(theirs, (weights * loss).sum(), rtol=1e-6, atol=0)
