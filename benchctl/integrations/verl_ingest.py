@@ -4,7 +4,9 @@ Reads (formats of veRL 0.9.1, found anywhere under the folder):
 
 - the file logger (`trainer.logger` with "file"; `verl/utils/tracking.py` FileLogger): JSON Lines
   `{"step": N, "data": {metric: value}}`, at $VERL_FILE_LOGGER_PATH (`benchctl train --engine verl`:
-  RUN/verl/metrics.jsonl) or <project>/<experiment>.jsonl;
+  RUN/verl/metrics.jsonl) or <project>/<experiment>.jsonl.  FileLogger opens its file with "wb", so a resumed
+  run would erase the steps before its checkpoint: launch.sh first moves an earlier log to
+  `metrics.<unix time>.jsonl`, and those segments are read before metrics.jsonl (a later line of a step wins);
 - rollout dumps (`trainer.rollout_data_dir`; `ray_trainer.py` `_write_generations`): `<step>.jsonl`, one line per
   response with `input` (decoded prompt), `output`, `gts`, `score` (sum of token-level scores), `step`, plus the
   reward function's extra keys; a group is the responses sharing one `input` (consecutive unless veRL's
@@ -65,6 +67,8 @@ VERL_TO_CONFIG = {
     "seed": "data.seed",
     "max_tokens": "data.max_response_length",
     "temperature": "actor_rollout_ref.rollout.temperature",
+    "top_p": "actor_rollout_ref.rollout.top_p",
+    "epochs": "actor_rollout_ref.actor.ppo_epochs",
 }
 KIND = "benchctl-train-run"
 
@@ -95,15 +99,32 @@ def _jsonl(path: Path) -> list[dict]:
     return rows
 
 
-def read_metrics_log(path: Path) -> list[dict]:
-    """FileLogger lines -> [{"step": N, "data": {...}}], the last line of a step winning (a resumed veRL run
-    logs the steps after its checkpoint again)."""
+def read_metrics_log(*paths: Path) -> list[dict]:
+    """FileLogger lines of one run's log segments, oldest first -> [{"step": N, "data": {...}}] by step, the last
+    line of a step winning (a resumed veRL run logs again the steps after its checkpoint)."""
     by_step: dict[int, dict] = {}
-    for row in _jsonl(path):
-        if not isinstance(row, dict) or not isinstance(row.get("step"), int) or not isinstance(row.get("data"), dict):
-            raise BenchctlError(f"{path} is not a veRL file-logger log (lines {{'step': N, 'data': {{...}}}})")
-        by_step[row["step"]] = row
+    for path in paths:
+        for row in _jsonl(path):
+            if (
+                not isinstance(row, dict)
+                or not isinstance(row.get("step"), int)
+                or not isinstance(row.get("data"), dict)
+            ):
+                raise BenchctlError(f"{path} is not a veRL file-logger log (lines {{'step': N, 'data': {{...}}}})")
+            by_step[row["step"]] = row
     return [by_step[s] for s in sorted(by_step)]
+
+
+def log_segments(logs: list[Path]) -> list[Path] | None:
+    """`logs` in reading order when they are one run's: a single log, or launch.sh's `metrics.<time>.jsonl`
+    segments (by time) then the `metrics.jsonl` they sit beside; else None."""
+    if len(logs) == 1:
+        return logs
+    times = [re.fullmatch(r"metrics\.(\d+)\.jsonl", p.name) for p in logs]
+    current = [p for p, t in zip(logs, times) if t is None]
+    if len({p.parent for p in logs}) != 1 or [p.name for p in current] != ["metrics.jsonl"]:
+        return None
+    return sorted((p for p in logs if p not in current), key=lambda p: int(p.name.split(".")[1])) + current
 
 
 def _first_line(path: Path) -> dict | None:
@@ -115,8 +136,8 @@ def _first_line(path: Path) -> dict | None:
     return row if isinstance(row, dict) else None
 
 
-def find_files(root: Path) -> tuple[Path, list[tuple[int, Path]], Path | None]:
-    """(metrics log, [(step, rollout dump)], last HF checkpoint with weights or None) under `root`."""
+def find_files(root: Path) -> tuple[list[Path], list[tuple[int, Path]], Path | None]:
+    """(metrics log segments, [(step, rollout dump)], last HF checkpoint with weights or None) under `root`."""
     logs, dumps = [], []
     for path in sorted(root.rglob("*.jsonl")):
         row = _first_line(path)
@@ -128,14 +149,15 @@ def find_files(root: Path) -> tuple[Path, list[tuple[int, Path]], Path | None]:
             dumps.append((int(path.stem), path))
     if not logs:
         raise BenchctlError(f"{root} holds no veRL file-logger log (a .jsonl of {{'step': N, 'data': {{...}}}} lines)")
-    if len(logs) > 1:
+    segments = log_segments(logs)
+    if segments is None:
         raise BenchctlError(f"{root} holds several veRL logs ({', '.join(map(str, logs))}); give one run's folder")
     checkpoints = []
     for hf in root.rglob("global_step_*/actor/huggingface"):
         match = re.fullmatch(r"global_step_(\d+)", hf.parent.parent.name)
         if match and (any(hf.glob("*.safetensors")) or any(hf.glob("*.bin"))):
             checkpoints.append((int(match.group(1)), hf))
-    return logs[0], sorted(dumps), max(checkpoints)[1] if checkpoints else None
+    return segments, sorted(dumps), max(checkpoints)[1] if checkpoints else None
 
 
 # ---- configuration ------------------------------------------------------------------------------------------
@@ -178,7 +200,10 @@ def verl_settings(root: Path) -> dict[str, Any]:
         text = found[0].read_text(encoding="utf-8")
         if name == "overrides.txt":
             return parse_overrides([line for line in text.splitlines() if line.strip()])
-        data = yaml.safe_load(text)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise BenchctlError(f"{found[0]} is not YAML (Hydra writes its run configuration there)") from None
         return _flatten(data) if isinstance(data, dict) else parse_overrides(list(data or []))
     raise BenchctlError(
         f"{root} holds no veRL configuration (launch.json, .hydra/config.yaml, .hydra/overrides.yaml or overrides.txt)"
@@ -189,7 +214,14 @@ def record_from_settings(settings: dict[str, Any], steps: int) -> dict[str, dict
     """A benchctl config record from veRL settings (source `verl`; unknown keys null)."""
     name = str(settings.get("algorithm.adv_estimator", "gae"))
     estimator = name.removeprefix("benchctl_") if name.startswith("benchctl_") else f"verl:{name}"
-    params = {k.split(".", 2)[2]: v for k, v in settings.items() if k.startswith("algorithm.benchctl.")}
+    params: dict[str, Any] = {}
+    for key, value in settings.items():  # algorithm.benchctl.base_params.x -> {"base_params": {"x": ...}}
+        if key.startswith("algorithm.benchctl."):
+            *parents, leaf = key.split(".")[2:]
+            node = params
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[leaf] = value
     values: dict[str, Any] = {key: settings.get(path) for key, path in VERL_TO_CONFIG.items()}
     kl = (
         settings.get("actor_rollout_ref.actor.kl_loss_coef")
@@ -198,6 +230,9 @@ def record_from_settings(settings: dict[str, Any], steps: int) -> dict[str, dict
     )
     label = estimator + (f"({','.join(f'{k}={v}' for k, v in sorted(params.items()))})" if params else "")
     values.update(
+        mini_batches=_mini_batches(
+            values["prompts_per_step"], settings.get("actor_rollout_ref.actor.ppo_mini_batch_size")
+        ),
         estimator=estimator,
         estimator_params=params,
         estimator_label=label,
@@ -214,12 +249,23 @@ def record_from_settings(settings: dict[str, Any], steps: int) -> dict[str, dict
     return {k: {"value": v, "source": "verl"} for k, v in values.items()}
 
 
+def _mini_batches(prompts: Any, mini_batch: Any) -> int | None:
+    """benchctl's mini_batches from veRL's data.train_batch_size / actor.ppo_mini_batch_size (both in prompts);
+    None when either is missing or it is not a whole number."""
+    if not all(isinstance(v, int) and v > 0 for v in (prompts, mini_batch)) or prompts % mini_batch:
+        return None
+    return prompts // mini_batch
+
+
 def config_of(root: Path, steps: int) -> dict[str, dict]:
     """The run's benchctl config record: the launch's own (steps = those logged), else from veRL's config."""
     launch = root / "launch.json"
     if launch.is_file():
-        record = json.loads(launch.read_text(encoding="utf-8"))["config"]
-        record["steps"] = {"value": steps, "source": "verl"}
+        try:
+            record = json.loads(launch.read_text(encoding="utf-8"))["config"]
+            record["steps"] = {"value": steps, "source": "verl"}
+        except (ValueError, KeyError, TypeError):
+            raise BenchctlError(f"{launch} is not a launch record of benchctl train --engine verl") from None
         return record
     return record_from_settings(verl_settings(root), steps)
 
@@ -260,16 +306,27 @@ def step_groups(rows: list[dict]) -> list[list[dict]]:
     return list(groups.values())
 
 
-def rollout_step(step: int, rows: list[dict], index, estimator):
-    """(rollout table, derived metrics) of one dump; advantages from `estimator` (None -> null)."""
-    import numpy as np
-
-    from benchctl.results.train_run import rollout_table
-
+def dump_groups(step: int, path: Path) -> list[list[dict]]:
+    """The (P, G) groups of one rollout dump (`step_groups`); BenchctlError for a line that is not a response
+    with input, output and a numeric score, or for groups of unequal size."""
+    rows = _jsonl(path)
+    for number, row in enumerate(rows, 1):
+        ok = isinstance(row, dict) and {"input", "output", "score"} <= set(row)
+        if not ok or not isinstance(row["score"], (int, float)) or isinstance(row["score"], bool):
+            raise BenchctlError(f"{path}:{number} is not a veRL rollout dump line (input, output, numeric score)")
     groups = step_groups(rows)
     sizes = sorted({len(g) for g in groups})
     if len(sizes) != 1:
         raise BenchctlError(f"rollout dump of step {step}: groups of unequal size {sizes} (rollout.n must be fixed)")
+    return groups
+
+
+def rollout_step(step: int, groups: list[list[dict]], index, estimator):
+    """(rollout table, derived metrics) of one dump's groups; advantages from `estimator` (None -> null)."""
+    import numpy as np
+
+    from benchctl.results.train_run import rollout_table
+
     rewards = np.array([[float(r["score"]) for r in g] for g in groups])  # (P, G)
     adv = np.full(rewards.shape, np.nan) if estimator is None else np.asarray(estimator.advantages(rewards))
     ids = [_problem_id(str(g[0]["input"]), g[0].get("gts"), index) for g in groups]
@@ -364,15 +421,17 @@ def ingest(source: str | Path, out: str | Path | None = None) -> Ingested:
             raise BenchctlError(f"{source} was not written by benchctl train --engine verl: give --out RUN")
         out = root.parent
     out = Path(out)
-    log_path, dumps, checkpoint = find_files(root)
-    log = read_metrics_log(log_path)
+    logs, dumps, checkpoint = find_files(root)
+    log = read_metrics_log(*logs)
     record = config_of(root, max((e["step"] for e in log), default=0))
-    _prepare_out(out, root)
     estimator = _estimator(record)
+    for step, path in dumps:
+        dump_groups(step, path)  # every input is checked before `out` is touched
+    _prepare_out(out, root)
     index = problem_index([root / "train.parquet"])
     derived: dict[int, dict] = {}
     for step, path in dumps:
-        table, metrics = rollout_step(step, _jsonl(path), index, estimator)
+        table, metrics = rollout_step(step, dump_groups(step, path), index, estimator)
         train_run.write_rollouts(out, step, table)
         derived[step] = {**metrics, "_rows": len(table)}
     G, P = (record.get(k, {}).get("value") for k in ("group_size", "prompts_per_step"))

@@ -9,7 +9,8 @@
                                  (`benchctl.integrations.verl_reward.compute_score`)
     overrides.txt                the Hydra overrides of `verl.trainer.main_ppo`, one per line (`overrides`)
     launch.sh                    the command: VERL_USE_EXTERNAL_MODULES=benchctl.integrations.verl, the file
-                                 logger at RUN/verl/metrics.jsonl, python -m verl.trainer.main_ppo <overrides> "$@"
+                                 logger at RUN/verl/metrics.jsonl (an earlier one moved to metrics.<time>.jsonl:
+                                 veRL truncates it), python -m verl.trainer.main_ppo <overrides> "$@"
     launch.json                  the resolved benchctl config record (what `benchctl ingest verl` stores)
 
 veRL writes its outputs next to them (metrics.jsonl, rollouts/<step>.jsonl, checkpoints/global_step_N/), so
@@ -50,6 +51,7 @@ VERL_DIR = "verl"
 TRAIN_DATA, VAL_DATA = "train.parquet", "val.parquet"
 REWARD_FILE, OVERRIDES_FILE, LAUNCH_FILE, LAUNCH_RECORD = "reward.py", "overrides.txt", "launch.sh", "launch.json"
 METRICS_LOG, ROLLOUT_DIR, CHECKPOINT_DIR = "metrics.jsonl", "rollouts", "checkpoints"
+SEGMENT = "metrics.$(date +%s).jsonl"  # an earlier launch's log, moved aside by launch.sh (`verl_ingest.log_segments`)
 VERL_LOSS_AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 PYTHON_ENV = "BENCHCTL_VERL_PYTHON"
 MODULE = "benchctl.integrations.verl"
@@ -309,6 +311,8 @@ def launch_script(items: list[str], run_name: str) -> str:
         'HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
         f"export VERL_USE_EXTERNAL_MODULES={MODULE}",
         f'export VERL_FILE_LOGGER_PATH="$HERE/{METRICS_LOG}"',
+        "# veRL's FileLogger truncates its file: keep an earlier run's log as a segment benchctl ingest reads first",
+        f'if [ -s "$VERL_FILE_LOGGER_PATH" ]; then mv "$VERL_FILE_LOGGER_PATH" "$HERE/{SEGMENT}"; fi',
         'exec "${PYTHON:-python3}" -m verl.trainer.main_ppo \\',
     ]
     for item in items:

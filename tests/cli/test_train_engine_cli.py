@@ -144,3 +144,15 @@ def test_runtime_check_says_when_verl_is_missing():
 def test_runtime_check_names_a_python_that_cannot_start():
     _, gpus, reason = verl_launch.runtime(str(Path("/nonexistent/python")))
     assert gpus == 0 and "could not be started" in reason
+
+
+def test_rerunning_launch_sh_keeps_the_earlier_log_that_verls_file_logger_would_truncate(tmp_path, chat_model):
+    import subprocess
+
+    cfg = build_config(flag_values={"model": str(chat_model), "prompts_per_step": 8, "out": str(tmp_path / "run")})
+    _, folder, _ = verl_launch.prepare(cfg)
+    (folder / "metrics.jsonl").write_text('{"step": 1, "data": {}}\n')
+    env = {"PYTHON": "true", "PATH": "/usr/bin:/bin"}  # `true` stands in for veRL's Python
+    subprocess.run(["bash", str(folder / "launch.sh")], check=True, env=env)
+    (segment,) = folder.glob("metrics.*.jsonl")
+    assert segment.read_text() == '{"step": 1, "data": {}}\n' and not (folder / "metrics.jsonl").exists()

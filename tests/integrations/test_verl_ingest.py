@@ -81,6 +81,7 @@ def test_ingested_advantages_are_the_runs_estimator_replayed_step_by_step_with_i
     }
     assert (config["group_size"]["value"], config["prompts_per_step"]["value"], config["steps"]["value"]) == (4, 2, 3)
     assert config["model"]["value"] == "Qwen/Qwen2.5-0.5B-Instruct" and config["engine"]["value"] == "verl"
+    assert config["mini_batches"]["value"] == 1  # data.train_batch_size / actor.ppo_mini_batch_size, both 2
 
 
 def test_the_last_hf_checkpoint_with_weights_becomes_the_model_eval_resolves(tmp_path):
@@ -130,6 +131,15 @@ def bad(tmp_path, name):
         (source / "rollouts" / "1.jsonl").write_text("\n".join(lines[:-1]) + "\n")
     elif name == "no config":
         shutil.rmtree(source / ".hydra")
+    elif name == "config not yaml":
+        (source / ".hydra" / "overrides.yaml").write_text("- a: [\n")
+    elif name == "launch record not benchctl's":
+        (source / "launch.json").write_text('{"kind": "other"}')
+    elif name in ("dump without score", "dump with text score"):
+        rows = dumped(3)
+        rows[1] = {k: v for k, v in rows[1].items() if k != "score"} if name == "dump without score" else rows[1]
+        rows[2]["score"] = "1.0" if name == "dump with text score" else rows[2]["score"]
+        (source / "rollouts" / "3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return source
 
 
@@ -141,15 +151,41 @@ def bad(tmp_path, name):
         ("broken line", "metrics.jsonl:5 is not JSON"),
         ("uneven groups", "groups of unequal size"),
         ("no config", "no veRL configuration"),
+        ("config not yaml", "overrides.yaml is not YAML"),
+        ("launch record not benchctl's", "launch.json is not a launch record"),
+        ("dump without score", "3.jsonl:2 is not a veRL rollout dump line"),
+        ("dump with text score", "3.jsonl:3 is not a veRL rollout dump line"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(tmp_path, name, words):
+def test_bad_input_is_one_line_and_exit_2_before_anything_is_written(tmp_path, name, words):
     source = tmp_path / "nothing" if name == "missing" else bad(tmp_path, name)
     result = runner.invoke(app, ["ingest", "verl", str(source), "--out", str(tmp_path / "run")])
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and words in lines[0], result.stderr
     assert "Traceback" not in result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_log_segments_a_rerun_of_launch_sh_moved_aside_are_read_first_and_a_later_step_line_wins(tmp_path):
+    source = tmp_path / "src"
+    shutil.copytree(FIXTURE, source)
+    lines = (source / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (source / "metrics.1700000000.jsonl").write_text("".join(lines[:3]))  # steps 0-2, killed after step 2
+    resumed = json.loads(lines[2])
+    resumed["data"]["critic/score/mean"] = 0.125  # step 2 again, after resuming from the step-1 checkpoint
+    (source / "metrics.jsonl").write_text(json.dumps(resumed) + "\n" + lines[3])
+    ingest(source, tmp_path / "run")
+    metrics = train_run.read_train_metrics(tmp_path / "run").to_pylist()
+    assert [r["step"] for r in metrics] == [1, 2, 3] and metrics[1]["reward/mean"] == 0.125
+
+
+def test_two_unrelated_logs_in_one_folder_are_refused(tmp_path):
+    source = tmp_path / "src"
+    shutil.copytree(FIXTURE, source)
+    shutil.copy(source / "metrics.jsonl", source / "other.jsonl")
+    result = runner.invoke(app, ["ingest", "verl", str(source), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "several veRL logs" in result.stderr
 
 
 def test_an_out_folder_holding_something_else_is_refused(tmp_path):
@@ -158,3 +194,12 @@ def test_an_out_folder_holding_something_else_is_refused(tmp_path):
     result = runner.invoke(app, ["ingest", "verl", str(FIXTURE), "--out", str(tmp_path / "run")])
     assert result.exit_code == 2 and "not an ingested veRL run" in result.stderr
     assert (tmp_path / "run" / "notes.txt").read_text() == "mine"
+
+
+def test_nested_estimator_keys_of_a_verl_config_become_nested_hyperparameters():
+    from benchctl.integrations.verl_ingest import record_from_settings
+
+    settings = {"algorithm.adv_estimator": "benchctl_ha_dw", "algorithm.benchctl.base": "rloo"}
+    settings["algorithm.benchctl.base_params.eps"] = 1e-4  # `+algorithm.benchctl.base_params.eps=1e-4`
+    record = record_from_settings(settings, steps=1)
+    assert record["estimator_params"]["value"] == {"base": "rloo", "base_params": {"eps": 1e-4}}
