@@ -2,12 +2,16 @@
 
 - `fixture_data_dir`: `tests/data/benchmarks/`, a small subset of the real files (tests/data/SOURCES.md), always
   present. Every grader and task test that does not need a complete file runs on it, on every machine.
+- `chat_model`: the embedded tiny model with a chat template (veRL's RLHFDataset applies one to every prompt, so
+  `benchctl train --engine verl` refuses a model without one).
 - `benchmarks_dir`: the complete benchmark files, for tests about the data itself (row counts, every gold, every
   MBPP reference). Looked for in `$BENCHCTL_DATA_DIR`, then `shared/benchmarks` beside the checkout (the project
   layout, and CI's); when neither holds them the test is skipped with a reason that says where to put them.
 """
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -52,3 +56,18 @@ def benchmarks_dir() -> Path:
 def real_data_dir(request) -> Path:
     """Both data sets in turn: the fixture (everywhere) and the complete files (skipped where absent)."""
     return FIXTURE_DATA if request.param == "fixture" else request.getfixturevalue("benchmarks_dir")
+
+
+CHAT_TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}<assistant>"
+
+
+@pytest.fixture(scope="session")
+def chat_model(tmp_path_factory) -> Path:
+    """A copy of the embedded tiny model whose tokenizer has `CHAT_TEMPLATE`."""
+    from benchctl.models.cache import cached_tiny_model
+
+    folder = tmp_path_factory.mktemp("model") / "tiny-chat"
+    shutil.copytree(cached_tiny_model(), folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
+    return folder

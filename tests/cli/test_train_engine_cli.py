@@ -3,7 +3,6 @@ cluster command; the launch entry point patched where the test is about the conf
 
 import json
 import shlex
-import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,19 +14,6 @@ from benchctl.integrations import verl_launch
 from benchctl.trainers import build_config
 
 runner = CliRunner()
-CHAT_TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}<assistant>"
-
-
-@pytest.fixture(scope="module")
-def chat_model(tmp_path_factory):
-    """The embedded tiny model with a chat template (veRL applies one to every prompt)."""
-    from benchctl.models.cache import cached_tiny_model
-
-    folder = tmp_path_factory.mktemp("model") / "tiny-chat"
-    shutil.copytree(cached_tiny_model(), folder)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
-    return folder
 
 
 def one_line_error(args, *words):

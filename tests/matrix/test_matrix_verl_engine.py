@@ -2,29 +2,14 @@
 the cell stays pending with the cluster command; once veRL's outputs are in RUN/verl/ the launch ingests them."""
 
 import json
-import shutil
 
 import pyarrow.parquet as pq
-import pytest
 
 from benchctl.integrations import verl_launch
 from benchctl.matrix import read_matrix, run_matrix
 from benchctl.results import train_run
 from benchctl.results.index import read_index
 from benchctl.trainers import build_config
-
-CHAT_TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}<assistant>"
-
-
-@pytest.fixture(scope="module")
-def chat_model(tmp_path_factory):
-    from benchctl.models.cache import cached_tiny_model
-
-    folder = tmp_path_factory.mktemp("model") / "tiny-chat"
-    shutil.copytree(cached_tiny_model(), folder)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
-    return folder
 
 
 def test_a_verl_cell_without_verl_here_is_pending_with_the_cluster_command(tmp_path, chat_model):

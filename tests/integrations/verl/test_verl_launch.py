@@ -5,9 +5,7 @@ veRL's RLHFDataset reads the parquet files and veRL's reward loader grades with 
 runs a rollout (that needs GPUs).
 """
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -27,19 +25,6 @@ from benchctl.integrations import verl_launch  # noqa: E402
 from benchctl.trainers import build_config  # noqa: E402
 
 CONFIG_DIR = os.path.abspath(os.path.join(os.path.dirname(core_algos.__file__), "..", "config"))
-CHAT_TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}<assistant>"
-
-
-@pytest.fixture(scope="module")
-def chat_model(tmp_path_factory):
-    """The embedded tiny model with a chat template (veRL's dataset applies one to every prompt)."""
-    from benchctl.models.cache import cached_tiny_model
-
-    folder = tmp_path_factory.mktemp("model") / "tiny-chat"
-    shutil.copytree(cached_tiny_model(), folder)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
-    return folder
 
 
 @pytest.fixture(scope="module")
