@@ -196,17 +196,33 @@ def parse_box(content: str) -> tuple:
         return (latex,)
 
 
-_VERIFIED: dict[tuple, bool] = {}  # (gold text, structural key of the parsed answer) -> verify result
+_VERIFIED: dict[tuple, bool] = {}  # (gold text, sympy parts of the parsed answer, string match) -> verify result
+
+
+def _strings_match(gold: tuple, pred: tuple) -> bool:
+    """math-verify's string rule: some gold string equals some answer string, both stripped and non-empty."""
+    golds = {x.strip() for x in gold if isinstance(x, str)} - {""}
+    return any(isinstance(x, str) and x.strip() in golds for x in pred)
 
 
 def verify_cached(gold_text: str, gold: tuple, pred: tuple) -> bool:
-    """math-verify `verify(gold, pred)`, memoised on the exact structure of `pred` (`srepr`), so answers spelled
-    differently but parsed to identical objects (`\\dfrac`/`\\frac`, `\\left(`/`(`) are verified once. Exact."""
-    key = (gold_text, tuple(x if isinstance(x, str) else sympy.srepr(x) for x in pred))
+    """math-verify `verify(gold, pred)`, memoised on the exact structure of the answer's sympy parts (`srepr`)
+    plus whether its strings match, so answers spelled differently but parsed to identical objects (`\\dfrac` /
+    `\\frac`, `\\left(` / `(`, `a  +  b` / `a + b`) are verified once. Exact: `verify` is `any` over the
+    (gold, answer) element pairs of `compare_single_extraction`, which compares two sympy objects with
+    `sympy_expr_eq`, two strings by stripped non-empty equality, and a string with a sympy object as False; so a
+    matching string pair makes it True whatever the sympy pairs give (each wrapped: an error there is False),
+    and otherwise only the sympy parts matter."""
+    if _strings_match(gold, pred):
+        return True
+    parts = [x for x in pred if not isinstance(x, str)]
+    if not all(isinstance(x, (sympy.Basic, sympy.MatrixBase)) for x in parts):
+        return bool(verify(list(gold), list(pred), timeout_seconds=None))  # not a shape parse returns: no memo
+    key = (gold_text, tuple(sympy.srepr(x) for x in parts))
     if key not in _VERIFIED:
         if len(_VERIFIED) > 65536:
             _VERIFIED.clear()
-        _VERIFIED[key] = bool(verify(list(gold), list(pred), timeout_seconds=None))
+        _VERIFIED[key] = bool(verify(list(gold), parts, timeout_seconds=None))
     return _VERIFIED[key]
 
 
