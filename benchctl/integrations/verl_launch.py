@@ -338,6 +338,8 @@ def prepare(cfg) -> tuple[Path, Path, list[str]]:
     from benchctl.trainers.config import build_estimator, config_record, loss_agg, resolved_lr, resolved_max_tokens
 
     check_supported(cfg)
+    model = resolve_model(cfg.model)
+    check_chat_template(model.path)  # refused, like check_supported, before a file is written
     run = run_folder(cfg)
     folder = run / VERL_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -345,8 +347,6 @@ def prepare(cfg) -> tuple[Path, Path, list[str]]:
     write_dataset(folder / TRAIN_DATA, train)
     write_dataset(folder / VAL_DATA, val)
     longest = max(len(m["content"]) for row in train + val for m in row["prompt"])
-    model = resolve_model(cfg.model)
-    check_chat_template(model.path)
     items = overrides(cfg, model.path, len(train), longest + PROMPT_MARGIN, run.name)
     (folder / REWARD_FILE).write_text(REWARD_SHIM)
     (folder / LAUNCH_FILE).write_text(launch_script(items, run.name))

@@ -84,6 +84,7 @@ def test_settings_verl_cannot_reproduce_are_refused_in_one_line(extra, words, tm
 
 def test_a_model_without_chat_template_is_refused_for_verl(tmp_path):
     one_line_error(["train", "--engine", "verl", "--out", str(tmp_path / "r")], "no chat template")
+    assert not (tmp_path / "r").exists()
 
 
 def test_engine_verl_without_verl_here_writes_the_run_folder_and_prints_the_cluster_command(tmp_path, chat_model):

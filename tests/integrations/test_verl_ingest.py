@@ -58,13 +58,13 @@ def test_rollout_groups_are_identical_inputs_even_when_balance_batch_interleaved
         table = pq.read_table(ingested / "rollouts" / f"part-{step:05d}.parquet").to_pylist()
         rows = dumped(step)
         assert len(table) == len(rows) == 8
-        for group in (0, 1):
+        inputs = list(dict.fromkeys(r["input"] for r in rows))  # groups in order of first appearance
+        for group, prompt in enumerate(inputs):
             mine = [r for r in table if r["group"] == group]
+            source = [r for r in rows if r["input"] == prompt]
             assert len({r["problem_id"] for r in mine}) == 1 and [r["sample"] for r in mine] == [0, 1, 2, 3]
-            source = [r for r in rows if r["input"] == rows[0]["input"]] if group == 0 else None
-            if source:
-                assert [r["completion"] for r in mine] == [r["output"] for r in source]
-                assert [r["reward"] for r in mine] == [r["score"] for r in source]
+            assert [r["completion"] for r in mine] == [r["output"] for r in source]
+            assert [r["reward"] for r in mine] == [r["score"] for r in source]
     assert pq.read_table(ingested / "rollouts" / "part-00002.parquet").column("num_tokens").null_count == 8
 
 
