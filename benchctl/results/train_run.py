@@ -339,10 +339,13 @@ def commit_checkpoint(run: Path, scratch: Path, step: int, keep: int = 2) -> Pat
 
 def discard_after(run: Path, step: int) -> None:
     """Resume: drop everything a killed run logged after checkpoint `step` (metrics, rollouts, evals,
-    newer checkpoint folders, half-written temporaries)."""
+    newer checkpoint folders, half-written temporaries: checkpoints, RUN/model/, atomic file writes)."""
     import shutil
 
     truncate_after(run, step)
+    # RUN/.model.<pid>.tmp (final-model export) and the temporaries of atomic file writes
+    for scratch in [*Path(run).glob(".*.tmp"), *(Path(run) / "rollouts").glob(".*.tmp")]:
+        shutil.rmtree(scratch, ignore_errors=True) if scratch.is_dir() else scratch.unlink(missing_ok=True)
     for folder in (Path(run) / "eval", Path(run) / "checkpoints"):
         for path in folder.glob("*"):
             match = re.fullmatch(r"step-(\d+)", path.name)
