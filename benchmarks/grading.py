@@ -16,7 +16,10 @@ graders give IDENTICAL verdicts (correct or not) on every compared item.
 
 Runs interleave (`--rounds 3`): benchctl, baseline on problems 0 mod stride, benchctl, baseline on problems
 stride/2 mod stride, benchctl, so both see the same machine load; each benchctl run gets freshly forked workers
-(cold caches) and the report gives medians. Note the load average (`uptime`) next to the figures.
+(cold caches) and the report gives medians; each run line prints the load average. Last, `--profile` times the
+unique jobs in-process and prints what bounds the speed-up: the share of the work in whole-text jobs (unboxed and
+truncated completions, which math-verify's own extraction must read) and in math-verify's LaTeX parser on them,
+and the speed-up at most if those cost nothing.
 
     .venv/bin/python benchmarks/grading.py [--data-dir DIR] [--samples 256] [--workers 2] [--stride 10] [--rounds 3]
 """
@@ -35,7 +38,7 @@ from pathlib import Path
 
 from benchctl.grading.math import grade_math
 from benchctl.grading.math_extract import math_verify_box
-from benchctl.grading.math_pool import close_pools
+from benchctl.grading.math_pool import _POOLS, close_pools
 
 FRAC = re.compile(r"\\[dt]?frac\{(-?\d+)\}\{(\d+)\}")
 WRAPPERS = [
@@ -108,22 +111,109 @@ def baseline(items: list[tuple[str, str]]) -> tuple[list[bool], float]:
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
     config = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
-    start, out = time.perf_counter(), []
+    start, cpu, out = time.perf_counter(), time.process_time(), []
     for gold, completion in items:
         out.append(bool(verify(parse(f"\\boxed{{{gold}}}", config), parse(completion, config))))
-    return out, time.perf_counter() - start
+    return out, time.perf_counter() - start, time.process_time() - cpu
 
 
 def run_benchctl(items: list[tuple[str, str]], workers: int):
-    """One timed `grade_math` call on a freshly started pool (pool start not timed; worker caches cold)."""
+    """One timed `grade_math` call on a freshly started pool (pool start not timed; worker caches cold):
+    (verdicts, wall seconds, CPU seconds of the parent and its workers)."""
     close_pools()
     grade_math([("1", "\\boxed{1}")], workers=workers)  # fork the workers from the warm forkserver
-    start = time.perf_counter()
+    cpu0, start = time.process_time() + _workers_cpu(), time.perf_counter()
     verdicts = grade_math(items, workers=workers)
-    return verdicts, time.perf_counter() - start
+    return verdicts, time.perf_counter() - start, time.process_time() + _workers_cpu() - cpu0
 
 
-def main() -> int:
+def _workers_cpu() -> float:
+    """CPU seconds used so far by the shared pools' worker processes (Linux /proc; 0 elsewhere). A worker
+    replaced after a timeout loses its count (none on these mixes)."""
+    total = 0.0
+    for pool in list(_POOLS.values()):
+        for worker in pool.workers:
+            try:
+                fields = Path(f"/proc/{worker.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def profile_jobs(items: list[tuple[str, str]], sample: int, seed: int) -> dict:
+    """CPU seconds (this process, in-process grading) of benchctl's unique pool jobs, split into box jobs (the parent
+    read the box) and whole-text jobs (unboxed / truncated completions: math-verify's own extraction reads the text),
+    and the share of the whole-text time spent in math-verify's LaTeX parser (latex2sympy, ANTLR). Whole-text jobs
+    are timed on a seeded sample of `sample` and extrapolated. Imports the worker module, which installs benchctl's
+    parse into math-verify: call it after every baseline run."""
+    import benchctl.grading.math as bm
+    from benchctl.grading import math_warm  # noqa: F401 - warms the parser as the forkserver does
+    from benchctl.grading import math_worker as worker
+
+    keys = dict.fromkeys(key for key, _ in bm._keyed("default", items, [None] * len(items)))
+    jobs = [key for key in keys if bm._fast(key) is None]
+    boxes, texts = [j for j in jobs if j[3]], [j for j in jobs if not j[3]]
+    picked = random.Random(seed).sample(texts, min(sample, len(texts)))
+    parser, inner = [0.0], worker._LATEX2SYMPY
+
+    def timed_parser(latex: str):
+        start = time.process_time()
+        try:
+            return inner(latex)
+        finally:
+            parser[0] += time.process_time() - start
+
+    worker._LATEX2SYMPY = timed_parser
+    try:
+        box_s = _cpu(boxes, worker.grade_job)
+        parser[0] = 0.0
+        text_s = _cpu(picked, worker.grade_job)
+    finally:
+        worker._LATEX2SYMPY = inner
+    scale = len(texts) / len(picked) if picked else 0.0
+    return {
+        "boxes": len(boxes),
+        "texts": len(texts),
+        "picked": len(picked),
+        "box_s": box_s,
+        "text_s": text_s * scale,
+        "parser_share": parser[0] / text_s if text_s else 0.0,
+    }
+
+
+def _cpu(jobs: list[tuple], grade) -> float:
+    start = time.process_time()
+    for job in jobs:
+        grade(*job)
+    return time.process_time() - start
+
+
+def print_bound(prof: dict, ours_s: float, base_s: float) -> None:
+    """What bounds the speed-up: the whole-text jobs' share of benchctl's grading work, and the speed-up benchctl
+    would reach at most (same wall-clock, Amdahl) if those jobs, or only math-verify's LaTeX parser on them,
+    cost nothing."""
+    total = prof["box_s"] + prof["text_s"]
+    share = prof["text_s"] / total if total else 0.0
+    parser = share * prof["parser_share"]
+    print(
+        f"profile (in-process CPU): {prof['boxes']:,} unique box jobs {prof['box_s']:.1f} s; {prof['texts']:,} unique "
+        f"whole-text jobs (unboxed/truncated) {prof['text_s']:.1f} s (timed on {prof['picked']:,}, extrapolated), "
+        f"{prof['parser_share']:.0%} of it in math-verify's LaTeX parser (latex2sympy/ANTLR)"
+    )
+    print(
+        f"bound: whole-text jobs are {share:.0%} of benchctl's grading work; if they were free: at most "
+        f"{base_s / max(ours_s * (1 - share), 1e-9):.1f}x; if only the LaTeX parser on them were free: at most "
+        f"{base_s / max(ours_s * (1 - parser), 1e-9):.1f}x (measured: {base_s / ours_s:.1f}x)"
+    )
+
+
+def _load() -> str:
+    """The 1/5/15-minute load averages: timings on a shared machine are only comparable beside them."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_dir = os.environ.get("BENCHCTL_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "shared/benchmarks")
     parser.add_argument("--data-dir", default=default_dir)
@@ -134,7 +224,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="benchctl runs; a baseline subsample between each two")
     parser.add_argument("--unboxed", type=float, default=0.0, help="share of answers written without a box")
     parser.add_argument("--truncated", type=float, default=0.0, help="share of completions cut before any answer")
-    args = parser.parse_args()
+    parser.add_argument("--profile", type=int, default=600, help="whole-text jobs timed for the bound (0: no profile)")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = _args()
     rows = [json.loads(line) for line in open(Path(args.data_dir) / "math500.jsonl", encoding="utf-8")]
     items = make_items(rows, args.samples, args.seed, args.unboxed, args.truncated)
     unique = len({(g, math_verify_box(c) or c) for g, c in items})
@@ -143,39 +238,52 @@ def main() -> int:
     ours_runs, base_runs, mismatches, compared = [], [], [], 0
     for round_ in range(2 * args.rounds - 1):  # benchctl, baseline, benchctl, ...: both see the same load
         if round_ % 2 == 0:
-            ours, seconds = run_benchctl(items, args.workers)
+            ours, seconds, cpu = run_benchctl(items, args.workers)
             if ours_runs and [v.correct for v in ours] != [v.correct for v in ours_runs[0][0]]:
                 raise AssertionError("benchctl verdicts differ between runs")
-            ours_runs.append((ours, seconds))
+            ours_runs.append((ours, seconds, cpu))
             print(
-                f"benchctl run {len(ours_runs)}: {seconds:.2f} s, {len(items) / seconds:,.0f} items/s "
-                f"(workers={args.workers}, cold worker caches)"
+                f"benchctl run {len(ours_runs)}: {seconds:.2f} s, {len(items) / seconds:,.0f} items/s, CPU {cpu:.1f} s "
+                f"(parent + workers={args.workers}, cold worker caches), load {_load()}"
             )
             continue
         offset = (round_ // 2) * args.stride // max(1, args.rounds - 1)
         picked = [i for i in range(len(items)) if (i // args.samples) % args.stride == offset]
-        base, base_s = baseline([items[i] for i in picked])
-        base_runs.append(base_s / len(picked) * len(items))
+        base, base_s, base_cpu = baseline([items[i] for i in picked])
+        base_runs.append((base_s / len(picked) * len(items), base_cpu / len(picked) * len(items)))
         print(
             f"baseline run {len(base_runs)}: {base_s:.1f} s on {len(picked):,} items (problems = {offset} mod "
-            f"{args.stride}), {len(picked) / base_s:,.0f} items/s -> extrapolated {base_runs[-1]:.0f} s for all"
+            f"{args.stride}), {len(picked) / base_s:,.0f} items/s -> extrapolated {base_runs[-1][0]:.0f} s "
+            f"(CPU {base_runs[-1][1]:.0f} s) for all, load {_load()}"
         )
         mismatches += [
             (items[i], ours_runs[-1][0][i]) for i, b in zip(picked, base) if b != ours_runs[-1][0][i].correct
         ]
         compared += len(picked)
+    ours_s, full = summarize(ours_runs, base_runs, mismatches, compared)
+    if args.profile:
+        print_bound(profile_jobs(items, args.profile, args.seed), ours_s, full)
+    return 0
+
+
+def summarize(ours_runs: list, base_runs: list, mismatches: list, compared: int) -> tuple[float, float]:
+    """Print the medians, the wall-clock and CPU speed-ups and the verdict comparison; (ours, baseline) seconds.
+    The CPU ratio does not depend on how much of the 2 cores other sessions leave to the workers (with the
+    kernel's autogroup scheduling, a busy machine gives this session's processes one share, parallel or not)."""
     ours = ours_runs[0][0]
     reasons = {r: sum(v.reason == r for v in ours) for r in sorted({v.reason for v in ours})}
-    ours_s, full = statistics.median(s for _, s in ours_runs), statistics.median(base_runs)
+    ours_s, ours_cpu = statistics.median(r[1] for r in ours_runs), statistics.median(r[2] for r in ours_runs)
+    full, full_cpu = statistics.median(r[0] for r in base_runs), statistics.median(r[1] for r in base_runs)
     print(f"benchctl median {ours_s:.2f} s, reasons {reasons}; baseline median (extrapolated) {full:.0f} s")
     print(
-        f"speed-up: {full / ours_s:.1f}x (median/median); verdicts identical on "
-        f"{compared - len(mismatches):,}/{compared:,} compared items"
+        f"speed-up: {full / ours_s:.1f}x (median/median wall-clock), {full_cpu / ours_cpu:.1f}x less CPU "
+        f"({full_cpu:.0f} s vs {ours_cpu:.1f} s); verdicts identical on {compared - len(mismatches):,}/{compared:,} "
+        f"compared items; load {_load()}"
     )
     for (gold, _completion), verdict in mismatches[:5]:
         print(f"  MISMATCH gold={gold!r} answer={verdict.extracted!r} ours={verdict.reason}")
     assert not mismatches, f"{len(mismatches)} verdicts differ from one-at-a-time math-verify"
-    return 0
+    return ours_s, full
 
 
 if __name__ == "__main__":
