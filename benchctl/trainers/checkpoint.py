@@ -64,7 +64,7 @@ def load(path: Path, *, optimizer, scheduler, estimator) -> dict[str, Any]:
     """Restore optimizer, scheduler, RNG and estimator state from checkpoint `path`; returns
     the stored TrainState fields. The policy weights are loaded from `path/model` by the caller."""
     blob = torch.load(path / "trainer.pt", map_location="cpu", weights_only=False)
-    optimizer.load_state_dict(blob["optimizer"])
+    load_optimizer(optimizer, blob["optimizer"])
     scheduler.load_state_dict(blob["scheduler"])
     torch.set_rng_state(blob["rng"]["torch"])
     np.random.set_state(blob["rng"]["numpy"])
@@ -74,3 +74,19 @@ def load(path: Path, *, optimizer, scheduler, estimator) -> dict[str, Any]:
     body = json.loads((path / "state.json").read_text())
     estimator.load_state_dict(body["estimator"])
     return body["train_state"]
+
+
+def load_optimizer(optimizer, state: dict) -> None:
+    """`optimizer.load_state_dict(state)`, and every parameter the saved optimizer had stepped gets a zero gradient.
+
+    The trainer zeroes gradients in place (`zero_grad(set_to_none=False)`) so a mini-batch whose rows are all skipped
+    still steps AdamW with zero gradients (its moments keep moving the weights). A freshly loaded model has no
+    gradients (None), and AdamW skips such parameters: without this, the first all-skipped step after a resume
+    left the weights where the uninterrupted run moved them, and the next rollouts differed. A parameter has
+    optimizer state exactly when a backward pass had given it a gradient before, as in the uninterrupted run.
+    """
+    optimizer.load_state_dict(state)
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is None and optimizer.state.get(param):
+                param.grad = torch.zeros_like(param)

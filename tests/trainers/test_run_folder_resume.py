@@ -36,3 +36,36 @@ def test_discard_after_leaves_exactly_the_checkpoint_state(tmp_path):
     assert [step for step, _ in train_run.rollout_parts(run)] == [1, 2]
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest", "step-000002"]
     assert not [*run.glob(".*.tmp"), *run.glob("*/.*.tmp")], "half-written temporaries are removed"
+
+
+def _adamw_run(resume_after: int | None):
+    """Three AdamW steps as the trainer takes them (gradients zeroed in place): a real gradient, then two
+    all-skipped mini-batches (zero gradients); optionally 'resumed' after `resume_after` steps into a fresh
+    module and optimizer through `checkpoint.load_optimizer`. Returns the final weights."""
+    import torch
+
+    from benchctl.trainers.checkpoint import load_optimizer
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    for step in range(3):
+        if step == resume_after:
+            saved, weights = optimizer.state_dict(), {k: v.clone() for k, v in model.state_dict().items()}
+            model = torch.nn.Linear(3, 2)
+            model.load_state_dict(weights)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+            load_optimizer(optimizer, saved)
+        optimizer.zero_grad(set_to_none=False)
+        if step == 0:
+            model(torch.ones(4, 3)).square().sum().backward()
+        optimizer.step()
+    return model.weight.detach().clone()
+
+
+def test_a_resumed_all_skipped_step_moves_the_weights_as_the_uninterrupted_run():
+    import torch
+
+    uninterrupted = _adamw_run(None)
+    assert torch.equal(_adamw_run(1), uninterrupted)
+    assert torch.equal(_adamw_run(2), uninterrupted)
