@@ -232,6 +232,8 @@ def report(samples: list[dict], k: int) -> dict:
             )
         out[task] = {
             "samples": len(group),
+            "nonempty": sum(bool(s["completion"].strip()) for s in group),  # tiny models often emit nothing
+            "boxed": sum(s["last_box"] is not None for s in group),
             "agree": float(np.mean([s["benchctl"] == s["lighteval"] for s in group])),
             "pass@1": (float(np.mean(pass_at_k(n, cb, 1))), float(np.mean(pass_at_k(n, cl, 1)))),
             f"pass@{kk}": (float(np.mean(pass_at_k(n, cb, kk))), float(np.mean(pass_at_k(n, cl, kk)))),
@@ -244,12 +246,16 @@ def report(samples: list[dict], k: int) -> dict:
 
 
 def print_report(result: dict) -> None:
-    print("| task | samples | identical verdicts | pass@1 benchctl / lighteval | pass@k benchctl / lighteval |")
+    print(
+        "| task | samples (non-empty, with a box) | identical verdicts | pass@1 benchctl / lighteval "
+        "| pass@k benchctl / lighteval |"
+    )
     print("|---|---|---|---|---|")
     for task, r in result.items():
         kname = next(key for key in r if key.startswith("pass@") and key != "pass@1")
         print(
-            f"| {task} | {r['samples']} | {100 * r['agree']:.2f}% | {r['pass@1'][0]:.3f} / {r['pass@1'][1]:.3f} "
+            f"| {task} | {r['samples']} ({r['nonempty']}, {r['boxed']}) | {100 * r['agree']:.2f}% "
+            f"| {r['pass@1'][0]:.3f} / {r['pass@1'][1]:.3f} "
             f"| {kname}: {r[kname][0]:.3f} / {r[kname][1]:.3f} |"
         )
     for task, r in result.items():

@@ -433,3 +433,32 @@ def test_union_parse_agrees_on_every_real_union_gold(benchmarks_dir):
     covered = [(g, v) for g, v in covered if v is not None]
     assert len(covered) >= 3
     assert [g for g, v in covered if sympy.srepr(v) != _latex2sympy(g)] == []
+
+
+VERIFY_MEMO_CASES = [  # (gold, answers): spacing variants, unparsed text (string rule), mixed, equations
+    ("y = 2x + 3", ["y = 2x + 3", "y  =  2x  +  3", "y=2x+3", "y = 2x + 1", "y  =  2x  +  1", "2x + 3"]),
+    ("\\text{Monday}", ["\\text{Monday}", "\\text{ Monday }", "\\text{Tuesday}", "Monday", "\\text{monday}"]),
+    ("\\text{(C)}", ["\\text{(C)}", "C", "(C)", "\\text{(D)}", "\\text{(C)} "]),
+    ("\\frac{\\pi}{6}", ["\\frac{\\pi}{6}", "\\dfrac{\\pi}{6}", "\\frac{\\pi}{6} ", "\\pi/6", "30^\\circ", "\\pi"]),
+    ("(2, 4)", ["(2, 4)", "(2,4)", "\\left( 2, 4 \\right)", "(4, 2)", "[2, 4]"]),
+    ("x^2 + 7x + 10", ["x^2+7x+10", "x^2  +  7x  +  10", "(x+2)(x+5)", "x^2 + 7x + 11"]),
+    ("\\{1\\pm\\sqrt{5},-2\\}", ["\\{1\\pm\\sqrt{5} , -2\\}", "\\{1\\pm\\sqrt{5},-2\\}", "\\{-2, 1\\pm\\sqrt{5}\\}"]),
+]
+
+
+@pytest.mark.parametrize("gold, answers", VERIFY_MEMO_CASES)
+def test_verify_memo_gives_math_verifys_verdict_for_every_spelling(gold, answers):
+    """verify_cached is keyed on the answer's sympy parts plus the string rule; every spelling, graded twice in
+    two orders (memo misses and hits), gets exactly what math-verify's verify gives on the full parses."""
+    from math_verify import verify
+
+    from benchctl.grading import math_worker as worker
+
+    gold_text = f"\\boxed{{{gold}}}"
+    gold_parsed = worker.parse_cached(gold_text)
+    for order in (answers, answers[::-1]):
+        worker._VERIFIED.clear()
+        for answer in order + order:
+            pred = worker.parse_box(answer)
+            expected = bool(verify(list(gold_parsed), list(pred), timeout_seconds=None))
+            assert worker.verify_cached(gold_text, gold_parsed, pred) == expected, (gold, answer)
