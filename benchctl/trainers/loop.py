@@ -263,7 +263,9 @@ def _minibatch_step(
     cfg = s.cfg
     weights = aggregation_weights(batch.mask[mb], s.agg, nondegenerate[mb], s.max_tokens)[mb_active]  # ALL rows
     rows = mb[mb_active]
-    s.optimizer.zero_grad(set_to_none=False)  # zero (not None) grads: an all-skipped mini-batch steps like zeros
+    # zero (not None) grads: an all-skipped mini-batch steps AdamW on zeros (momentum moves the weights); a resumed
+    # run gets the same zero grads from checkpoint.load_optimizer
+    s.optimizer.zero_grad(set_to_none=False)
     parts = []
     for bucket in length_buckets(batch.rows(rows)) if rows.numel() else []:
         sub, idx = batch.rows(rows[bucket]).trim(), rows[bucket]
