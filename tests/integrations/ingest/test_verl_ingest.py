@@ -16,7 +16,7 @@ from benchctl.results import train_run
 from benchctl.results.runinfo import find_runs
 from benchctl.results.runs import resolve_model
 
-FIXTURE = Path(__file__).resolve().parents[1] / "data" / "verl_run"
+FIXTURE = Path(__file__).resolve().parents[2] / "data" / "verl_run"
 runner = CliRunner()
 
 
