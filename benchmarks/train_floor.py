@@ -98,7 +98,9 @@ class Floor:
         start = time.perf_counter()
         with threads(self.threads):
             batch = pack([r[0] for r in rows], [r[1] for r in rows], 0)
-            logp = gather_logprobs(completion_logits(self.model, batch, 1.0), batch.tokens)  # (N, T)
+            logp = gather_logprobs(
+                completion_logits(self.model, batch, 1.0, share_prompts=False), batch.tokens
+            )  # (N, T)
             loss = -(logp * batch.mask).sum() / batch.mask.sum()
             loss.backward()
         fwd_bwd = time.perf_counter() - start

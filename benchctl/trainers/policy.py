@@ -30,6 +30,7 @@ class Batch:
     tokens: torch.Tensor
     mask: torch.Tensor
     prompt_width: int
+    prompt_index: torch.Tensor | None = None  # (N,) rows with the same prompt share a value (a group's G rows)
 
     def rows(self, index: torch.Tensor) -> Batch:
         """The sub-batch of rows `index` (1-D long tensor)."""
@@ -40,6 +41,7 @@ class Batch:
             self.tokens[index],
             self.mask[index],
             self.prompt_width,
+            None if self.prompt_index is None else self.prompt_index[index],
         )
 
     def trim(self) -> Batch:
@@ -58,6 +60,7 @@ class Batch:
             self.tokens[:, :width],
             self.mask[:, :width],
             self.prompt_width - start,
+            self.prompt_index,
         )
 
 
@@ -68,18 +71,26 @@ BUCKET_OVERHEAD_TOKENS = 256
 
 def length_buckets(batch: Batch, overhead: int = BUCKET_OVERHEAD_TOKENS) -> list[torch.Tensor]:
     """Rows of `batch` split into buckets (1-D index tensors, every row in exactly one) that minimise the
-    tokens the forward/backward computes: sum over buckets of rows x (widest prompt + longest completion) +
-    `overhead` per bucket. Rows are sorted by completion length and cut into contiguous runs by dynamic
-    programming (O(N^2) on N rows). The loss is a sum over rows (spec §6 weights are computed over the whole
-    mini-batch), so summing the buckets' losses and gradients gives the full batch's up to float rounding."""
+    tokens the forward/backward computes: sum over buckets of distinct prompts x widest prompt (each prompt is
+    forwarded once, `completion_logits`) + rows x longest completion + `overhead` per bucket. Rows are sorted by
+    completion length and cut into contiguous runs by dynamic programming (O(N^2) on N rows). The loss is a sum
+    over rows (spec §6 weights are computed over the whole mini-batch), so summing the buckets' losses and
+    gradients gives the full batch's up to float rounding."""
     prompt = batch.attention_mask[:, : batch.prompt_width].sum(dim=1).cpu().numpy()  # (N,) real prompt tokens
     completion = batch.mask.sum(dim=1).clamp(min=1).cpu().numpy()  # (N,)
-    order = np.lexsort((prompt, completion))  # ascending completion length, then prompt length
-    p, c, n = prompt[order], completion[order], len(order)
+    n = len(prompt)
+    group = np.arange(n) if batch.prompt_index is None else batch.prompt_index.cpu().numpy()  # (N,)
+    order = np.lexsort((group, prompt, completion))  # ascending completion length, then prompt, then group
+    p, c, g = prompt[order], completion[order], group[order]
     best, cut = np.zeros(n + 1), np.zeros(n + 1, dtype=int)  # best[j]: min cost of rows [0, j); cut: last start
+    last, newest = np.zeros(n, dtype=int), {}  # last[k] = 1 when row k is its prompt's last row among [0, j)
     for j in range(1, n + 1):
+        if g[j - 1] in newest:
+            last[newest[g[j - 1]]] = 0
+        newest[g[j - 1]], last[j - 1] = j - 1, 1
+        distinct = np.cumsum(last[:j][::-1])[::-1]  # distinct[i] = distinct prompts among rows [i, j)
         widest = np.maximum.accumulate(p[:j][::-1])[::-1]  # widest[i] = max prompt over rows [i, j)
-        cost = best[:j] + (j - np.arange(j)) * (widest + c[j - 1]) + overhead  # start the last bucket at i
+        cost = best[:j] + distinct * widest + (j - np.arange(j)) * c[j - 1] + overhead  # last bucket from i
         cut[j] = int(np.argmin(cost))
         best[j] = cost[cut[j]]
     bounds, j = [], n
@@ -109,14 +120,26 @@ def pack(
     position = (attn.cumsum(dim=1) - 1).clamp(min=0)  # (N, Lp + T): real-token positions
     tokens = ids[:, lp:]  # (N, T)
     mask = attn[:, lp:].to(torch.float32)  # (N, T)
+    seen: dict[tuple, int] = {}
+    index = torch.tensor([seen.setdefault(tuple(p), len(seen)) for p in prompts], dtype=torch.long)  # (N,)
     to = lambda x: x.to(device)  # noqa: E731
-    return Batch(to(ids), to(attn), to(position), to(tokens), to(mask), lp)
+    return Batch(to(ids), to(attn), to(position), to(tokens), to(mask), lp, to(index))
 
 
 def completion_logits(
-    model, batch: Batch, temperature: float, inputs_embeds: torch.Tensor | None = None
+    model, batch: Batch, temperature: float, inputs_embeds: torch.Tensor | None = None, share_prompts: bool = True
 ) -> torch.Tensor:
-    """Logits (N, T, V) / temperature predicting each completion token (LM head on those positions only)."""
+    """Logits (N, T, V) / temperature predicting each completion token (LM head on those positions only).
+
+    Rows that share a prompt (`batch.prompt_index`: a group's G rows) share its forward pass [our choice]: each
+    distinct prompt runs once with a KV cache, the cache is indexed out to its rows, and the completions run on
+    top of it, so prompt tokens cost 1/G of a per-row forward. Causal attention makes a prompt's keys and values
+    independent of what follows, so the logits equal the per-row forward's (to float rounding) and autograd
+    sums each row's gradient through the shared prompt (`tests/trainers/test_buckets.py`)."""
+    if share_prompts and inputs_embeds is None and batch.prompt_index is not None:
+        unique, inverse = torch.unique(batch.prompt_index, return_inverse=True)
+        if len(unique) < batch.tokens.shape[0]:
+            return _shared_prompt_logits(model, batch, inverse, len(unique)).float() / temperature
     t = batch.tokens.shape[1]
     kwargs = {"inputs_embeds": inputs_embeds} if inputs_embeds is not None else {"input_ids": batch.input_ids}
     out = model(
@@ -128,6 +151,34 @@ def completion_logits(
     )
     logits = out.logits[:, :-1, :]  # (N, T, V): position Lp-1+j predicts completion token j
     return logits.float() / temperature
+
+
+def _shared_prompt_logits(model, batch: Batch, inverse: torch.Tensor, distinct: int) -> torch.Tensor:
+    """`completion_logits` (before temperature) with one forward per distinct prompt; inverse (N,) maps each row
+    to its prompt in 0..distinct-1."""
+    lp, t, n = batch.prompt_width, batch.tokens.shape[1], batch.tokens.shape[0]
+    first = torch.zeros(distinct, dtype=torch.long, device=inverse.device)
+    first.scatter_(0, inverse, torch.arange(n, device=inverse.device))  # a row of each prompt (all identical)
+    head = model(
+        input_ids=batch.input_ids[first, :lp],
+        attention_mask=batch.attention_mask[first, :lp],
+        position_ids=batch.position_ids[first, :lp],
+        use_cache=True,
+        logits_to_keep=1,
+    )  # the last prompt position predicts completion token 0
+    parts = [head.logits[inverse]]  # (N, 1, V)
+    if t > 1:
+        cache = head.past_key_values
+        cache.batch_select_indices(inverse)  # (distinct, ...) -> (N, ...), differentiable indexing
+        tail = model(
+            input_ids=batch.input_ids[:, lp : lp + t - 1],
+            attention_mask=batch.attention_mask[:, : lp + t - 1],
+            position_ids=batch.position_ids[:, lp : lp + t - 1],
+            past_key_values=cache,
+            use_cache=True,
+        )  # completion token j predicts token j + 1
+        parts.append(tail.logits)
+    return torch.cat(parts, dim=1)  # (N, T, V)
 
 
 def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -12,30 +12,38 @@ from benchctl.trainers import loop
 from benchctl.trainers.policy import completion_logits, gather_logprobs, length_buckets, pack, sequence_logprobs
 
 
-def _random_batch(seed: int, rows: int, max_prompt: int = 7, max_completion: int = 12):
+def _random_batch(seed: int, rows: int, max_prompt: int = 7, max_completion: int = 12, group: int = 1):
+    """`rows` rollouts, `group` consecutive rows per prompt (a GRPO group)."""
     rng = np.random.default_rng(seed)
-    prompts = [list(rng.integers(5, 40, size=rng.integers(2, max_prompt + 1))) for _ in range(rows)]
+    distinct = [list(rng.integers(5, 40, size=rng.integers(2, max_prompt + 1))) for _ in range(rows // group)]
+    prompts = [p for p in distinct for _ in range(group)]
     completions = [list(rng.integers(5, 40, size=rng.integers(1, max_completion + 1))) for _ in range(rows)]
     return pack(prompts, completions, pad_id=0)
 
 
 def _cost(batch, buckets, overhead):
+    """Tokens forwarded: each distinct prompt once per bucket, every row's completion, plus the overhead."""
     prompt = batch.attention_mask[:, : batch.prompt_width].sum(1)
     completion = batch.mask.sum(1).clamp(min=1)
-    return sum(len(b) * int(prompt[b].max() + completion[b].max()) + overhead for b in buckets)
+    return sum(
+        len(set(batch.prompt_index[b].tolist())) * int(prompt[b].max()) + len(b) * int(completion[b].max()) + overhead
+        for b in buckets
+    )
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_buckets_partition_the_rows_at_the_least_cost_of_any_contiguous_split(seed):
-    batch = _random_batch(seed, rows=7)
+    rows, group = (8, 2) if seed % 2 else (7, 1)
+    batch = _random_batch(seed, rows=rows, group=group)
     overhead = [0, 8, 30][seed % 3]
     buckets = length_buckets(batch, overhead)
-    assert sorted(torch.cat(buckets).tolist()) == list(range(7))
-    order = np.lexsort((batch.attention_mask[:, : batch.prompt_width].sum(1).numpy(), batch.mask.sum(1).numpy()))
+    assert sorted(torch.cat(buckets).tolist()) == list(range(rows))
+    prompt, completion = batch.attention_mask[:, : batch.prompt_width].sum(1).numpy(), batch.mask.sum(1).numpy()
+    order = np.lexsort((batch.prompt_index.numpy(), prompt, completion))
     best = min(  # every split of the length-sorted rows into contiguous runs
-        _cost(batch, [torch.as_tensor(order[i:j]) for i, j in zip((0, *cuts), (*cuts, 7))], overhead)
-        for r in range(7)
-        for cuts in itertools.combinations(range(1, 7), r)
+        _cost(batch, [torch.as_tensor(order[i:j]) for i, j in zip((0, *cuts), (*cuts, rows))], overhead)
+        for r in range(rows)
+        for cuts in itertools.combinations(range(1, rows), r)
     )
     assert _cost(batch, buckets, overhead) == best
 
@@ -64,11 +72,28 @@ def test_trimmed_rows_have_the_log_probs_of_the_full_batch(tiny_model):
         torch.testing.assert_close(sequence_logprobs(model, batch, 0.7), full, atol=1e-5, rtol=1e-5)
 
 
+def test_a_shared_prompt_forward_gives_the_per_row_log_probs_and_gradient(tiny_model):
+    from benchctl.trainers.policy import load_policy
+
+    batch = _random_batch(7, rows=12, group=4)
+    assert batch.prompt_index.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    results = []
+    for share in (False, True):
+        model = load_policy(str(tiny_model), "cpu")
+        logp = gather_logprobs(completion_logits(model, batch, 0.7, share_prompts=share), batch.tokens) * batch.mask
+        (logp * torch.linspace(-1, 1, 12)[:, None]).sum().backward()
+        results.append((logp.detach(), torch.cat([p.grad.flatten() for p in model.parameters()])))
+    (per_row, grad_per_row), (shared, grad_shared) = results
+    torch.testing.assert_close(shared, per_row, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(grad_shared, grad_per_row, atol=1e-5, rtol=1e-3)  # float32 summation order
+    assert grad_per_row.abs().sum() > 0
+
+
 @pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm"])
 def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tiny_model, monkeypatch, agg):
     from benchctl.trainers.policy import load_policy
 
-    batch = _random_batch(5, rows=12)
+    batch = _random_batch(5, rows=12, group=3)
     adv = torch.linspace(-1.0, 1.0, 12)[:, None].expand_as(batch.mask).contiguous()
     nondeg = torch.ones(12, dtype=torch.bool)
     old = torch.randn(batch.mask.shape) * 0.1 - 3.0  # off-policy: some ratios are clipped
