@@ -1,7 +1,7 @@
 """Does the default GRPO run learn? Held-out arith pass@1 before and after, per seed (benchmark 8d).
 
 For each seed, the default `benchctl train` run on the embedded tiny model (`build_config(flag_values={"seed": s,
-"eval_every": <steps>})`: GRPO, 32 prompts x G=8, 100 steps, lr 5e-4, 8 new tokens) evaluates the held-out
+"eval_every": <steps>})`: GRPO, 32 prompts x G=8, 200 steps, lr 3e-4, 8 new tokens) evaluates the held-out
 arith test split at step 0 and at the last step, through the `benchctl eval` code path (200 problems x n=8 at
 T=0.6 by default). Printed: pass@1 with its percentile-bootstrap CI over problems from RUN/eval/step-000000 and
 RUN/eval/step-NNNNNN (summary.parquet), the difference in points, and the run's wall time. Each seed runs in its
