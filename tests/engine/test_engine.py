@@ -100,6 +100,31 @@ def test_load_weights_gives_transformers_logprobs_of_the_new_weights_and_restore
     assert greedy_texts(engine, prompts) == before
 
 
+def test_in_place_cpu_sync_serves_exactly_what_vllms_reload_serves(engine, hf_model, arith_prompts):
+    from benchctl.engine import load_in_place_cpu, repack_cpu_embeddings
+
+    prompts = arith_prompts + [LONG_PROMPT]
+    sampling = SamplingConfig(n=4, temperature=1.0, top_p=1.0, max_tokens=6, seed=5, logprobs=True)
+    original = {k: v.clone() for k, v in hf_model.state_dict().items()}
+    gen = torch.Generator().manual_seed(1)
+    perturbed = {k: v + 0.05 * torch.randn(v.shape, generator=gen) for k, v in original.items()}
+    perturbed["lm_head.weight"] = perturbed["model.embed_tokens.weight"]
+    try:
+        assert engine.llm.apply_model(lambda m: load_in_place_cpu(m, perturbed)) == [True]
+        engine.llm.reset_prefix_cache()
+        in_place = engine.generate(prompts, sampling, progress=False)
+        engine.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(perturbed.items())})
+        engine.llm.apply_model(repack_cpu_embeddings)
+        engine.llm.reset_prefix_cache()
+        reloaded = engine.generate(prompts, sampling, progress=False)
+        assert in_place == reloaded  # tokens and log-probs, bit for bit
+        missing = {k: v for k, v in original.items() if "layers.0.mlp.up_proj" not in k}
+        assert engine.llm.apply_model(lambda m: load_in_place_cpu(m, missing)) == [False]
+        assert engine.generate(prompts, sampling, progress=False) == reloaded  # refused: nothing changed
+    finally:
+        engine.load_weights(original)
+
+
 def test_n_samples_per_prompt_with_consistent_finish_reasons_and_token_counts(engine, arith_prompts):
     sampling = SamplingConfig(n=5, temperature=1.0, top_p=1.0, max_tokens=2, seed=1)
     groups = engine.generate(arith_prompts, sampling, progress=False)
