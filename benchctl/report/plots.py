@@ -39,6 +39,14 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+def _colors(arms) -> dict:
+    """One distinct colour per arm: tab10 up to 10 arms, tab20 up to 20 (matplotlib's default cycle repeats after
+    10, so a 14-arm matrix showed two arms in one colour)."""
+    arms = sorted(set(arms))
+    cmap = _plt().get_cmap("tab10" if len(arms) <= 10 else "tab20")
+    return {arm: cmap(i % cmap.N) for i, arm in enumerate(arms)}
+
+
 def _grid(n: int, width: float = 4.6, height: float = 3.4, max_cols: int = 3):
     cols = min(n, max_cols)
     rows = (n + cols - 1) // cols
@@ -54,11 +62,12 @@ def passk_curves(passk: pd.DataFrame) -> bytes | None:
         return None
     tasks = sorted(passk["eval_task"].unique())
     fig, axes = _grid(len(tasks))
+    colors = _colors(passk["arm"])
     for ax, task in zip(axes, tasks):
         for arm, part in passk[passk["eval_task"] == task].groupby("arm"):
             part = part.sort_values("k")
-            ax.plot(part["k"], part["pass_at_k"], marker="o", ms=3, label=arm)
-            ax.fill_between(part["k"], part["low"], part["high"], alpha=0.15)
+            ax.plot(part["k"], part["pass_at_k"], marker="o", ms=3, label=arm, color=colors[arm])
+            ax.fill_between(part["k"], part["low"], part["high"], color=colors[arm], alpha=0.15)
         ax.set_xscale("log", base=2)
         ax.set(title=f"{task}: pass@k", xlabel="k", ylabel="pass@k")
         ax.grid(alpha=0.3)
@@ -103,6 +112,7 @@ def pass1_vs_tokens(data: ReportData) -> bytes | None:
     curve = curve.dropna(subset=["tokens"]).merge(data.runs[["run_id", "arm"]], on="run_id")
     tasks = sorted(curve["eval_task"].unique())
     fig, axes = _grid(len(tasks))
+    colors = _colors(curve["arm"])
     for ax, task in zip(axes, tasks):
         for arm, part in curve[curve["eval_task"] == task].groupby("arm"):
             stats = (
@@ -110,8 +120,8 @@ def pass1_vs_tokens(data: ReportData) -> bytes | None:
                 .agg(tokens=("tokens", "mean"), mean=("pass@1", "mean"), low=("pass@1", "min"), high=("pass@1", "max"))
                 .sort_values("tokens")
             )
-            ax.plot(stats["tokens"], stats["mean"], marker="o", ms=3, label=arm)
-            ax.fill_between(stats["tokens"], stats["low"], stats["high"], alpha=0.15)
+            ax.plot(stats["tokens"], stats["mean"], marker="o", ms=3, label=arm, color=colors[arm])
+            ax.fill_between(stats["tokens"], stats["low"], stats["high"], color=colors[arm], alpha=0.15)
         ax.set(title=f"{task}: pass@1 vs rollout tokens", xlabel="rollout tokens", ylabel="pass@1")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
@@ -135,9 +145,10 @@ def rliable_figure(summary: RliableSummary) -> bytes | None:
         ax.set(title=f"{metric} (pass@{summary.k})")
         ax.grid(alpha=0.3)
     ax = axes[len(metrics)]
+    colors = _colors(arms)
     for arm in arms:
         if arm in summary.profiles:
-            (line,) = ax.plot(TAUS, summary.profiles[arm], label=arm)
+            (line,) = ax.plot(TAUS, summary.profiles[arm], label=arm, color=colors[arm])
             ci = summary.profile_cis.get(arm)
             if ci is not None:
                 ax.fill_between(TAUS, ci[0], ci[1], color=line.get_color(), alpha=0.15)
