@@ -414,8 +414,8 @@ class Engine:
         """Replace the model weights in place with `state_dict` (Hugging Face parameter names), e.g. a trainer's
         policy. Uses vLLM's `reload_weights` worker RPC (works where weights are repacked, as on CPU), else the
         model's own `load_weights`; then clears the prefix cache, whose KV entries belong to the old weights."""
-        weights = list(state_dict.items())
-        if not (_on_cpu() and all(self.llm.apply_model(lambda model: load_in_place_cpu(model, dict(weights))))):
+        if not (_on_cpu() and all(self.llm.apply_model(lambda model: load_in_place_cpu(model, state_dict)))):
+            weights = list(state_dict.items())
             try:
                 self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
             except (AttributeError, NotImplementedError):  # older vLLM without the reload_weights worker method
@@ -475,7 +475,7 @@ def load_in_place_cpu(model, state: Mapping[str, Any]) -> bool:
     from vllm.model_executor.layers.linear import LinearBase
     from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
-    plan = []
+    linears, params = [], []  # (layer, HF names of its parts, has bias); (vLLM parameter, HF name)
     for name, module in model.named_modules():
         if isinstance(module, LinearBase):
             prefix, _, leaf = name.rpartition(".")
@@ -484,24 +484,24 @@ def load_in_place_cpu(model, state: Mapping[str, Any]) -> bool:
             keys = [f"{p}.weight" for p in parts] + ([f"{p}.bias" for p in parts] if bias else [])
             if type(module.quant_method).__name__ != "UnquantizedLinearMethod" or not all(k in state for k in keys):
                 return False
-            plan.append((module, parts, bias))
+            linears.append((module, parts, bias))
             continue
         for pname, param in module.named_parameters(recurse=False):
             key = f"{name}.{pname}" if name else pname
-            if param.numel() and key not in state:
-                return False
-            if param.numel():
-                plan.append((param, key, None))
-    with torch.no_grad():
-        for target, parts, bias in plan:
-            if isinstance(parts, str):  # a parameter: vocab rows are padded to a multiple of 64 in vLLM
-                target[: state[parts].shape[0]].copy_(state[parts])
+            if not param.numel():
                 continue
+            if key not in state:
+                return False
+            params.append((param, key))
+    with torch.no_grad():
+        for param, key in params:  # vocab rows are padded to a multiple of 64 in vLLM
+            param[: state[key].shape[0]].copy_(state[key])
+        for layer, parts, bias in linears:
             if bias:
-                target.bias.copy_(torch.cat([state[f"{p}.bias"] for p in parts]))
-            weight = torch.cat([state[f"{p}.weight"] for p in parts]).to(target.weight.dtype)  # emptied, dtype kept
-            target.weight = torch.nn.Parameter(weight.contiguous(), requires_grad=False)
-            dispatch_cpu_unquantized_gemm(target, remove_weight=True)
+                layer.bias.copy_(torch.cat([state[f"{p}.bias"] for p in parts]))
+            weight = torch.cat([state[f"{p}.weight"] for p in parts]).to(layer.weight.dtype)  # emptied, dtype kept
+            layer.weight = torch.nn.Parameter(weight.contiguous(), requires_grad=False)
+            dispatch_cpu_unquantized_gemm(layer, remove_weight=True)
     repack_cpu_embeddings(model)
     return True
 
