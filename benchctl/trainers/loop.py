@@ -267,9 +267,9 @@ def _minibatch_step(
     # run gets the same zero grads from checkpoint.load_optimizer
     s.optimizer.zero_grad(set_to_none=False)
     parts = []
-    for bucket in length_buckets(batch.rows(rows)) if rows.numel() else []:
+    for bucket in length_buckets(batch.rows(rows)):  # none when every row is skipped
         sub, idx = batch.rows(rows[bucket]).trim(), rows[bucket]
-        t = sub.tokens.shape[1]
+        t, tokens = sub.tokens.shape[1], float(sub.mask.sum())
         logits = completion_logits(s.model, sub, cfg.temperature)  # (b, t, V)
         logp = gather_logprobs(logits, sub.tokens)  # (b, t)
         loss, m = policy_loss(
@@ -285,14 +285,14 @@ def _minibatch_step(
             ref_logp=None if ref is None else ref[idx, :t],
         )
         loss.backward()
-        parts.append((m, float(sub.mask.sum())))
+        parts.append((m, tokens))
         if first:
             with torch.no_grad():
                 gap = (logp.detach() - engine_lp[idx, :t]).abs() * sub.mask
                 sums["_entropy"] = sums.get("_entropy", 0.0) + float((token_entropy(logits.detach()) * sub.mask).sum())
                 sums["_gap"] = sums.get("_gap", 0.0) + float(gap.sum())
                 sums["_gap_max"] = max(sums.get("_gap_max", 0.0), float(gap.max()))
-                sums["_tokens"] = sums.get("_tokens", 0.0) + float(sub.mask.sum())
+                sums["_tokens"] = sums.get("_tokens", 0.0) + tokens
     for key, value in combine_metrics(parts).items():
         sums[key] = sums.get(key, 0.0) + value
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
