@@ -326,6 +326,7 @@ def rollout_step(step: int, groups: list[list[dict]], index, estimator):
     import numpy as np
 
     from benchctl.results.train_run import rollout_table
+    from benchctl.trainers import metrics as M
 
     rewards = np.array([[float(r["score"]) for r in g] for g in groups])  # (P, G)
     adv = np.full(rewards.shape, np.nan) if estimator is None else np.asarray(estimator.advantages(rewards))
@@ -333,17 +334,11 @@ def rollout_step(step: int, groups: list[list[dict]], index, estimator):
     n = rewards.size
     table = rollout_table(step, ids, rewards, adv, [0] * n, [""] * n, [[str(r["output"]) for r in g] for g in groups])
     table = _nulls(table, ("num_tokens", "finish_reason") + (("advantage",) if estimator is None else ()))
-    same = (rewards == rewards[:, :1]).all(axis=1)  # (P,) degenerate groups
-    metrics = {
-        "reward/std": float(rewards.std()),
-        "acr/all": float(same.mean()),
-        "acr/all_wrong": float((same & (rewards[:, 0] <= 0)).mean()),
-        "acr/all_correct": float((same & (rewards[:, 0] > 0)).mean()),
-    }
+    metrics = M.reward_metrics(rewards, rewards)  # the native trainer's definitions: reports compare like with like
+    del metrics["reward/mean"]  # veRL logs it (critic/score/mean)
     if estimator is not None:
-        metrics.update({"adv/pos_sum": float(adv[adv > 0].sum()), "adv/neg_sum": float(adv[adv < 0].sum())})
-        metrics.update({"adv/min": float(adv.min()), "adv/max": float(adv.max())})
-        metrics.update({f"est/{k}": float(v) for k, v in estimator.diagnostics().items()})
+        metrics.update(M.advantage_metrics(adv))
+        metrics.update(M.estimator_metrics(estimator.diagnostics()))
     return table, metrics
 
 
