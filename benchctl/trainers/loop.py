@@ -34,6 +34,7 @@ from benchctl.trainers.config import TrainConfig, parse_eval_ks
 from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss, token_entropy
 from benchctl.trainers.policy import (
     completion_logits,
+    deterministic,
     engine_state_dict,
     gather_logprobs,
     length_buckets,
@@ -107,7 +108,7 @@ def train_step(s: Session, step: int) -> dict[str, float]:
     engine_lp = _engine_logprobs(samples, batch)
     # ---- loss + update ------------------------------------------------------------------------------------
     s.engine.sleep()
-    with threads(s.threads):
+    with threads(s.threads), deterministic(s.device == "cpu"):  # same seed, same bits (policy.deterministic)
         update_metrics = update(s, step, batch, token_adv, nondegenerate, engine_lp, times)
     # ---- sync ---------------------------------------------------------------------------------------------
     with times("sync"):

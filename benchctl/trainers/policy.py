@@ -238,6 +238,26 @@ def threads(n: int):
         setter(before)
 
 
+@contextlib.contextmanager
+def deterministic(on: bool):
+    """torch's deterministic kernels inside the block when `on` (the previous setting restored after).
+
+    Why the update needs them on CPU: the shared prompt forward gathers rows with repeated indices
+    (`head.logits[inverse]`, the KV cache's `batch_select_indices`), whose backward is an accumulating
+    `index_put_`; with 2+ threads torch does it with parallel atomic adds, so the order of the float additions,
+    and with it the gradient's last bits, changed from process to process. Two runs with one seed then drifted
+    apart from step 2-3 on (32 prompts x G=4), and `make demo`'s table moved between runs. The deterministic
+    kernel adds serially (measured: no visible cost on the tiny model). `warn_only`: an op without a
+    deterministic kernel warns instead of failing a run."""
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    if on:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
 def engine_state_dict(model) -> dict[str, torch.Tensor]:
     """The policy's weights as the engine loads them (detached, same names as the HF checkpoint)."""
     return {name: tensor.detach() for name, tensor in model.state_dict().items()}
