@@ -24,7 +24,7 @@ session one share of the CPUs, so the 2 workers may run little faster than one a
 with the load. Last, `--profile` times the unique jobs in-process and prints what bounds the speed-up: the share
 of the pool work in whole-text jobs (unboxed and truncated completions, which math-verify's own extraction must
 read), in math-verify's LaTeX parser on them, and in its parser + verify on all unique pairs, with the speed-up
-at most if that part cost nothing.
+at most if that part cost nothing, and times the whole-text items alone on both sides.
 
     .venv/bin/python benchmarks/grading.py [--data-dir DIR] [--samples 256] [--workers 2] [--stride 2] [--rounds 3]
 """
@@ -144,6 +144,24 @@ def _workers_cpu() -> float:
                 continue
             total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def whole_texts(items: list[tuple[str, str]], workers: int) -> None:
+    """Time the whole-text items alone (unboxed / truncated: no box the parent can read, so math-verify's own
+    extraction runs on every distinct text) on both sides and print the speed-up on them: what dedup, the fast
+    paths and the memos leave once every text is its own string. Runs the baseline, so call it before
+    `profile_jobs`. (Not a bound to subtract from the mix: in the mix the box jobs warm the workers' ANTLR
+    prediction cache first, so the texts cost less there than alone.)"""
+    texts = [item for item in items if math_verify_box(item[1]) is None]
+    if not texts:
+        return
+    _, base_s, _ = baseline(texts)
+    _, ours_s, ours_cpu = run_benchctl(texts, workers)
+    print(
+        f"whole-text items alone: {len(texts):,} ({len(set(texts)):,} distinct); math-verify one at a time "
+        f"{base_s:.1f} s, benchctl {ours_s:.1f} s ({ours_cpu:.1f} s CPU, workers={workers}): {base_s / ours_s:.1f}x "
+        f"on them"
+    )
 
 
 def profile_jobs(items: list[tuple[str, str]], sample: int, seed: int) -> dict:
@@ -275,6 +293,7 @@ def main() -> int:
         compared += len(picked)
     ours_s, full = summarize(ours_runs, base_runs, mismatches, compared)
     if args.profile:
+        whole_texts(items, args.workers)
         print_bound(profile_jobs(items, args.profile, args.seed), ours_s, full)
     return 0
 
