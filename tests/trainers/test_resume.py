@@ -1,5 +1,6 @@
 """Exact resume: a run killed with SIGKILL (or stopped with Ctrl-C) and continued with `--resume RUN` ends with the
-same metrics and rollouts, step for step, as an uninterrupted run with the same seed.
+same metrics and rollouts, step for step, as an uninterrupted run with the same seed; and two uninterrupted runs
+with one seed are bit-identical.
 
 Every comparison also checks that benchctl's own source did not change between the reference run and the resumed
 one: in a shared working tree an edit landing mid-test (e.g. to the update's arithmetic) made the runs started
@@ -40,6 +41,8 @@ ARGS = [
     "--no-progress",
 ]
 
+SAME_SEED_ARGS = ["--prompts-per-step", "32", "--group-size", "4", "--steps", "8", "--seed", "1", "--no-progress"]
+
 
 def _source_digest() -> str:
     """Digest of benchctl's Python source, the code every `benchctl train` subprocess of this module runs."""
@@ -49,10 +52,10 @@ def _source_digest() -> str:
     return digest.hexdigest()
 
 
-def _benchctl(*args) -> subprocess.Popen:
+def _benchctl(*args, common: list[str] = ARGS) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("benchctl")  # the venv's console script
     return subprocess.Popen(
-        [str(exe), "train", *ARGS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [str(exe), "train", *common, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
@@ -133,3 +136,14 @@ def test_ctrl_c_writes_a_checkpoint_and_the_run_resumes_identically(uninterrupte
     assert pq.read_table(run / "train_metrics.parquet").num_rows == stopped_at
     assert _finish(_benchctl("--resume", str(run))) == 0
     _assert_same(_comparable(run), uninterrupted)
+
+
+def test_two_runs_with_one_seed_are_bit_identical(tmp_path):
+    """The premise of every test above, at a batch (32 prompts x G=4) where the shared prompt forward's gather
+    backward used to make two runs drift apart by float rounding from step 2-3 on (`policy.deterministic`)."""
+    source, first, second = _source_digest(), tmp_path / "a", tmp_path / "b"
+    for run in (first, second):
+        assert _finish(_benchctl("--out", str(run), common=SAME_SEED_ARGS)) == 0
+    metrics, rollouts = _comparable(second)
+    assert len(metrics) == 8
+    _assert_same((metrics, rollouts), (source, _comparable(first)))
