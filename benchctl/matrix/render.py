@@ -33,7 +33,7 @@ def print_cells(spec: MatrixSpec, results: str | Path) -> None:
     from rich.table import Table
 
     table = Table(title=f"{spec.path}: {len(spec.cells)} cells, run folders under {Path(results) / 'runs'}")
-    for col in ("#", "cell (run folder)", "estimator", "params", "recipe", "G", "seed"):
+    for col in ("#", "cell (run folder)", "estimator", "params", "settings", "recipe", "G", "seed"):
         table.add_column(col)
     for i, c in enumerate(spec.cells, 1):
         table.add_row(
@@ -41,6 +41,7 @@ def print_cells(spec: MatrixSpec, results: str | Path) -> None:
             c.name,
             c.estimator,
             ", ".join(f"{k}={v}" for k, v in c.params),
+            ", ".join(f"{k}={v}" for k, v in c.settings),
             c.recipe or "",
             str(c.group_size),
             str(c.seed),

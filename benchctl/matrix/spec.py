@@ -7,16 +7,20 @@
       ha_dw: {lambda_scale: [1.3, 1.5]}
       a_grae: {base: dr_grpo, alpha: [0.5, 1.0]}
       dapo: {estimator: grpo, recipe: dapo}   # a label that is no estimator names one with `estimator:`
+      avspo: {train: {lr: [1e-4, 3e-4]}}      # an entry's own train settings; a list is a grid axis too
     recipes: [null]                      # optional; crossed with every entry that sets no `recipe:` itself
     group_sizes: [4, 8]
     seeds: [1, 2]
-    train: {steps: 20}                   # any `benchctl train` setting shared by every cell (token_budget, lr, ...)
+    train: {steps: 20}                   # any `benchctl train` setting of every cell (token_budget, lr, ...);
+                                         # a list is a grid axis (lr: [1e-4, 3e-4]); an entry's `train:` overrides
     eval: {tasks: [arith], n: 16, k: [1, 4, 16]}   # final evaluation of each cell (RUN/eval/final)
 
-A cell is one (model, estimator entry + one point of its grid, recipe, G, seed). Its run folder name is built
-from exactly those values, so it is stable across runs and machines [our choice]:
-`<model>-<label>[-<param>=<value>...][-<recipe>]-G<G>-s<seed>` (params sorted by name; the recipe only when it
-differs from the label); names that would collide after sanitising get `-h<8 hex>` of the whole cell.
+A cell is one (model, estimator entry + one point of its grid, one point of the train-setting axes, recipe, G,
+seed). Its run folder name is built from exactly those values, so it is stable across runs and machines [our choice]:
+`<model>-<label>[-<param>=<value>...][-<setting>=<value>...][-<recipe>]-G<G>-s<seed>` (params and settings sorted by
+name; the recipe only when it differs from the label); names that would collide after sanitising get `-h<8 hex>` of
+the whole cell. Train-setting axes (e.g. a learning-rate sweep per arm) are not part of the arm: the report sees
+them as the run's settings (its `lr`, ... columns) and can pick each arm's best setting on a validation task.
 Every unknown key is refused with one line naming the valid keys.
 """
 
@@ -35,7 +39,7 @@ from typing import Any
 from benchctl.errors import BenchctlError
 
 TOP_KEYS = ("models", "task", "estimators", "recipes", "group_sizes", "seeds", "train", "eval")
-ENTRY_KEYS = ("estimator", "recipe")  # reserved in an estimators entry; every other key is a hyperparameter
+ENTRY_KEYS = ("estimator", "recipe", "train")  # reserved in an estimators entry; every other key is a hyperparameter
 EVAL_KEYS = ("tasks", "n", "k", "temperature", "top_p", "max_tokens", "limit", "resamples")
 # Train settings the matrix itself sets per cell (or that make no sense shared): not allowed under `train:`.
 CELL_KEYS = (
@@ -85,8 +89,9 @@ class Cell:
     recipe: str | None = _f(None, "trainer recipe (dapo, dr_grpo, gspo) or None")
     group_size: int = _f(8, "rollouts per prompt (G)")
     seed: int = _f(0, "training seed (also the final evaluation's sampling seed)")
-    train: tuple[tuple[str, Any], ...] = _f((), "shared train settings (matrix `train:`), sorted by name")
+    train: tuple[tuple[str, Any], ...] = _f((), "train settings (matrix and entry `train:`, this point), sorted")
     eval: EvalSettings = _f(EvalSettings(), "final evaluation settings")
+    settings: tuple[tuple[str, Any], ...] = _f((), "this cell's point of the train-setting axes, sorted by name")
 
     @property
     def arm(self) -> str:
@@ -181,29 +186,35 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
     recipes = _as_list(data.get("recipes", [None]), "recipes", path)
     group_sizes = _ints(data, "group_sizes", [8], path)
     seeds = _ints(data, "seeds", [0], path)
-    train = _train_settings(data.get("train") or {}, path)
+    train = _train_settings(data.get("train") or {}, path, "train")
     eval_settings = _eval_settings(data.get("eval") or {}, task, path)
     cells = []
     for model, (label, entry) in itertools.product(models, data["estimators"].items()):
         entry = _entry(label, entry, path)
+        settings = {**train, **entry["train"]}  # the entry's own settings override the matrix's
+        axes = {k: v for k, v in settings.items() if len(v) > 1}
         for params in entry["grid"]:
-            for recipe in entry["recipes"] or recipes:
-                for g, seed in itertools.product(group_sizes, seeds):
-                    cells.append(
-                        Cell(
-                            "",
-                            model,
-                            task,
-                            str(label),
-                            entry["estimator"],
-                            params,
-                            recipe,
-                            g,
-                            seed,
-                            train,
-                            eval_settings,
+            for point in itertools.product(*axes.values()):
+                varied = tuple(zip(axes, point))
+                values = {**{k: v[0] for k, v in settings.items()}, **dict(varied)}
+                for recipe in entry["recipes"] or recipes:
+                    for g, seed in itertools.product(group_sizes, seeds):
+                        cells.append(
+                            Cell(
+                                "",
+                                model,
+                                task,
+                                str(label),
+                                entry["estimator"],
+                                params,
+                                recipe,
+                                g,
+                                seed,
+                                tuple(sorted(values.items())),
+                                eval_settings,
+                                varied,
+                            )
                         )
-                    )
     cells = _named(cells)
     for cell in cells:
         _validate(cell, path)
@@ -233,27 +244,34 @@ def _entry(label: Any, entry: Any, path: str) -> dict:
                     f"{path}: {where}.{key} must be a number, bool or string (or a list of them); got {v!r}"
                 )
     grid = [tuple(zip(axes, point)) for point in itertools.product(*axes.values())]
-    return {"estimator": estimator, "recipes": recipes, "grid": grid}
+    train = _train_settings(entry.get("train") or {}, path, f"{where}.train")
+    return {"estimator": estimator, "recipes": recipes, "grid": grid, "train": train}
 
 
-def _train_settings(train: Any, path: str) -> tuple[tuple[str, Any], ...]:
+def _train_settings(train: Any, path: str, where: str) -> dict[str, list]:
+    """`train:` mapping -> {setting: [values]}, sorted by name; a list is a grid axis, a scalar one value."""
     from benchctl.trainers.config import TrainConfig, field_names
 
     if not isinstance(train, dict):
-        raise BenchctlError(f"{path}: train must be a mapping of `benchctl train` settings; got {train!r}")
+        raise BenchctlError(f"{path}: {where} must be a mapping of `benchctl train` settings; got {train!r}")
     valid = tuple(n for n in field_names() if n not in CELL_KEYS)
     train = {str(k).replace("-", "_"): v for k, v in train.items()}
-    _check_keys(train, valid, path, "train: ")
+    _check_keys(train, valid, path, f"{where}: ")
     types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
     out = {}
-    for key, value in train.items():
-        if isinstance(value, str) and types[key].startswith("float"):
-            try:  # YAML 1.1 reads 5e-4 as a string
-                value = float(value)
-            except ValueError:
-                raise BenchctlError(f"{path}: train.{key}={value!r} is not a number") from None
-        out[key] = value
-    return tuple(sorted(out.items()))
+    for key, given in sorted(train.items()):
+        values = []
+        for value in _as_list(given, f"{where}.{key}", path):
+            if isinstance(value, (dict, list)):
+                raise BenchctlError(f"{path}: {where}.{key} must be a value or a list of values; got {value!r}")
+            if isinstance(value, str) and types[key].startswith("float"):
+                try:  # YAML 1.1 reads 5e-4 as a string
+                    value = float(value)
+                except ValueError:
+                    raise BenchctlError(f"{path}: {where}.{key}={value!r} is not a number") from None
+            values.append(value)
+        out[key] = list(dict.fromkeys(values))
+    return out
 
 
 def _eval_settings(data: Any, task: str, path: str) -> EvalSettings:
@@ -302,7 +320,7 @@ def _slug(text: str) -> str:
 def cell_name(cell: Cell) -> str:
     """`<model>-<label>[-<param>=<value>...][-<recipe>]-G<G>-s<seed>` (sanitised to [A-Za-z0-9_.=+-])."""
     model = cell.model if cell.model == "tiny" else Path(cell.model.rstrip("/")).name
-    parts = [model, cell.label, *(f"{k}={_text(v)}" for k, v in cell.params)]
+    parts = [model, cell.label, *(f"{k}={_text(v)}" for k, v in (*cell.params, *cell.settings))]
     if cell.recipe is not None and cell.recipe != cell.label:
         parts.append(cell.recipe)
     parts += [f"G{cell.group_size}", f"s{cell.seed}"]
@@ -310,7 +328,7 @@ def cell_name(cell: Cell) -> str:
 
 
 def cell_hash(cell: Cell) -> str:
-    """8 hex digits of the cell's identity (model, task, entry, grid point, recipe, G, seed, train settings)."""
+    """8 hex digits of the cell's identity (model, task, entry, grid point, settings, recipe, G, seed, train)."""
     ident = dataclasses.asdict(dataclasses.replace(cell, name=""))
     return hashlib.blake2b(json.dumps(ident, sort_keys=True, default=str).encode(), digest_size=4).hexdigest()
 

@@ -182,3 +182,37 @@ def test_matrix_status_of_a_fresh_results_folder_lists_every_cell_pending(tmp_pa
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "examples").glob("*.yaml")))
 def test_example_matrix_files_parse(name):
     assert read_matrix(REPO / "examples" / name).cells
+
+
+def test_train_setting_lists_are_grid_axes_and_an_entry_may_set_its_own(tmp_path):
+    text = """\
+models: [tiny]
+task: arith
+estimators:
+  grpo: {}
+  avspo: {train: {lr: [1e-4, 3e-4], warmup_steps: 2}}
+group_sizes: [4]
+seeds: [1, 2]
+train: {steps: 20, lr: [3e-4, 1e-3]}
+"""
+    spec = read_matrix(_write(tmp_path, text))
+    grpo = [c for c in spec.cells if c.label == "grpo"]
+    avspo = [c for c in spec.cells if c.label == "avspo"]
+    # the matrix's lr axis for grpo; avspo's own axis replaces it (not crossed with it)
+    assert sorted({dict(c.train)["lr"] for c in grpo}) == [3e-4, 1e-3]
+    assert sorted({dict(c.train)["lr"] for c in avspo}) == [1e-4, 3e-4]
+    assert len(grpo) == len(avspo) == 4
+    assert all(dict(c.train)["warmup_steps"] == 2 and dict(c.train)["steps"] == 20 for c in avspo)
+    assert "tiny-avspo-lr=0.0001-G4-s2" in {c.name for c in avspo}
+    assert all(c.settings == (("lr", dict(c.train)["lr"]),) for c in spec.cells)
+    # the arm is the estimator entry, not the setting: a sweep's runs share it
+    assert {c.arm for c in avspo} == {"avspo"}
+    assert {c.train_values()["lr"] for c in avspo} == {1e-4, 3e-4}
+
+
+def test_a_train_setting_axis_with_a_bad_value_names_the_cell(tmp_path):
+    text = "estimators: {grpo: {train: {lr: [3e-4, -1.0]}}}\n"
+    with pytest.raises(BenchctlError, match="cell tiny-grpo-lr=-1.0-G8-s0: lr"):
+        read_matrix(_write(tmp_path, text))
+    with pytest.raises(BenchctlError, match=r"estimators.grpo.train: unknown key 'lrr'"):
+        read_matrix(_write(tmp_path, "estimators: {grpo: {train: {lrr: 1}}}\n"))
