@@ -1,0 +1,199 @@
+"""Compute curves: held-out score against rollout compute, fitted per arm with the ScaleRL sigmoid.
+
+ScaleRL (Khatri et al. 2025, arXiv 2510.13786, Eq. 1) compares RL methods by the saturating curve
+
+    R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B)
+
+of held-out score R against compute C: `A` the asymptote (the best score the method reaches), `B` the efficiency
+exponent (how sharply it gets there), `C_mid` the compute at which half of the gain A - R0 is reached. Here C is
+rollout tokens generated (`rollout/tokens_total`, every sampled token, dropped groups included), R a held-out
+pass@k, and R0 the score of the starting model (the step-0 evaluation, shared by all arms) [our choice: fixed, as in
+ScaleRL, so that A, B and C_mid describe the training alone; fitted too when no run evaluated at step 0].
+
+Estimate: one least-squares fit (`scipy.optimize.curve_fit`, A in [0, 1], B in (0, 10], log C_mid free) to the
+points of every seed of the arm. Uncertainty [our choice]: the training run is the unit, so the CIs come from a
+percentile bootstrap over seeds: resample the arm's seeds with replacement, fit their pooled points again; an arm
+with one seed has no CI. Comparison with the baseline: the differences of the bootstrap replicates (resampled
+independently per arm); an arm is better when the asymptote's difference CI is above 0, and at equal asymptote
+(the CI contains 0) when the midpoint's ratio CI is below 1 (it gets there with less compute).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+FIT_COLUMNS = (
+    "arm",
+    "eval_task",
+    "asymptote",
+    "asymptote_low",
+    "asymptote_high",
+    "efficiency",
+    "efficiency_low",
+    "efficiency_high",
+    "midpoint",
+    "midpoint_low",
+    "midpoint_high",
+    "r0",
+    "seeds",
+    "points",
+    "rmse",
+)
+
+
+def scalerl_curve(c: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.ndarray:
+    """R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) (ScaleRL Eq. 1); R(0) = R0."""
+    c = np.asarray(c, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        ratio = np.where(c > 0, (c_mid / np.where(c > 0, c, 1.0)) ** b, np.inf)
+    return r0 + (a - r0) / (1.0 + ratio)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fitted curve: (A, B, C_mid), R0, and the root-mean-square error of the fit (NaN when it failed)."""
+
+    a: float
+    b: float
+    c_mid: float
+    r0: float
+    rmse: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(np.isfinite(self.a))
+
+
+FAILED = Fit(np.nan, np.nan, np.nan, np.nan, np.nan)
+
+
+def fit_curve(c: np.ndarray, r: np.ndarray, r0: float | None = None) -> Fit:
+    """Least-squares ScaleRL fit of scores `r` at compute `c` (points with c > 0); `r0` fixed when given."""
+    from scipy.optimize import curve_fit
+
+    c, r = np.asarray(c, dtype=float), np.asarray(r, dtype=float)
+    keep = (c > 0) & np.isfinite(r)
+    c, r = c[keep], r[keep]
+    free_r0 = r0 is None
+    if len(np.unique(c)) < (4 if free_r0 else 3):
+        return FAILED
+    guess_mid = float(np.log(np.median(c)))
+    top = float(np.clip(np.max(r), 1e-3, 1.0))
+    if free_r0:
+        p0, low, high = [float(np.clip(np.min(r), 0, 1)), top, 1.0, guess_mid], [0, 0, 1e-3, -50], [1, 1, 10, 50]
+
+        def model(x, r0_, a, b, log_mid):
+            return scalerl_curve(x, r0_, a, b, np.exp(log_mid))
+    else:
+        p0, low, high = [top, 1.0, guess_mid], [0, 1e-3, -50], [1, 10, 50]
+
+        def model(x, a, b, log_mid):
+            return scalerl_curve(x, r0, a, b, np.exp(log_mid))
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            params, _ = curve_fit(model, c, r, p0=p0, bounds=(low, high), maxfev=20000)
+    except (RuntimeError, ValueError):
+        return FAILED
+    rmse = float(np.sqrt(np.mean((model(c, *params) - r) ** 2)))
+    if free_r0:
+        r0_, a, b, log_mid = params
+    else:
+        (a, b, log_mid), r0_ = params, r0
+    return Fit(float(a), float(b), float(np.exp(log_mid)), float(r0_), rmse)
+
+
+def fit_arm(points: pd.DataFrame, resamples: int = 200, seed: int = 0):
+    """Points of one (arm, task) (columns seed, tokens, score) -> (Fit of all seeds, bootstrap replicates (R, 3)
+    of (A, B, C_mid) over seeds)."""
+    start = points[points["tokens"] <= 0]
+    r0 = float(start["score"].mean()) if len(start) else None
+    by_seed = {s: g for s, g in points[points["tokens"] > 0].groupby("seed")}
+    fit = fit_curve(points["tokens"].to_numpy(), points["score"].to_numpy(), r0)
+    seeds = list(by_seed)
+    if len(seeds) < 2 or not fit.ok:
+        return fit, np.empty((0, 3))
+    rng = np.random.default_rng(seed)
+    reps = []
+    for _ in range(resamples):
+        pick = pd.concat([by_seed[s] for s in rng.choice(seeds, size=len(seeds), replace=True)])
+        rep = fit_curve(pick["tokens"].to_numpy(), pick["score"].to_numpy(), r0)
+        if rep.ok:
+            reps.append((rep.a, rep.b, rep.c_mid))
+    return fit, np.array(reps).reshape(-1, 3)
+
+
+def _interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    if len(values) < 10:
+        return np.nan, np.nan
+    tail = 100 * (1 - confidence) / 2
+    return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+
+
+def compute_fits(
+    curves: pd.DataFrame, resamples: int = 200, seed: int = 0, confidence: float = 0.95
+) -> tuple[pd.DataFrame, dict]:
+    """`curves` (arm, eval_task, seed, tokens, score) -> (the `compute_fits.parquet` table,
+    {(arm, task): bootstrap replicates})."""
+    rows, replicates = [], {}
+    for (arm, task), points in curves.groupby(["arm", "eval_task"], sort=True):
+        fit, reps = fit_arm(points, resamples, seed)
+        replicates[(arm, task)] = reps
+        row = {"arm": arm, "eval_task": task, "r0": fit.r0, "rmse": fit.rmse}
+        for j, (name, value) in enumerate((("asymptote", fit.a), ("efficiency", fit.b), ("midpoint", fit.c_mid))):
+            low, high = _interval(reps[:, j], confidence) if len(reps) else (np.nan, np.nan)
+            row.update({name: value, f"{name}_low": low, f"{name}_high": high})
+        row["seeds"] = int(points["seed"].nunique())
+        row["points"] = int((points["tokens"] > 0).sum())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=list(FIT_COLUMNS)), replicates
+
+
+def compare_fits(
+    fits: pd.DataFrame, replicates: dict, baseline: str, confidence: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """Each arm against `baseline` per task: asymptote difference (CI), midpoint ratio (CI) and the verdict
+    (`higher asymptote`, `lower asymptote`, `same asymptote, sooner`, `same asymptote, later`, `indistinguishable`,
+    or `no CI` when either arm has fewer than 2 seeds)."""
+    rows = []
+    rng = np.random.default_rng(seed)
+    for fit in fits.itertuples():
+        if fit.arm == baseline or (baseline, fit.eval_task) not in replicates:
+            continue
+        base = fits[(fits["arm"] == baseline) & (fits["eval_task"] == fit.eval_task)].iloc[0]
+        mine, theirs = replicates[(fit.arm, fit.eval_task)], replicates[(baseline, fit.eval_task)]
+        row = {
+            "arm": fit.arm,
+            "baseline": baseline,
+            "eval_task": fit.eval_task,
+            "asymptote_diff": fit.asymptote - base["asymptote"],
+            "midpoint_ratio": fit.midpoint / base["midpoint"],
+        }
+        if len(mine) >= 10 and len(theirs) >= 10:
+            n = min(len(mine), len(theirs))
+            a, b = mine[rng.permutation(len(mine))[:n]], theirs[rng.permutation(len(theirs))[:n]]
+            row["asymptote_diff_low"], row["asymptote_diff_high"] = _interval(a[:, 0] - b[:, 0], confidence)
+            row["midpoint_ratio_low"], row["midpoint_ratio_high"] = _interval(a[:, 2] / b[:, 2], confidence)
+            row["verdict"] = _verdict(row)
+        else:
+            row.update(asymptote_diff_low=np.nan, asymptote_diff_high=np.nan)
+            row.update(midpoint_ratio_low=np.nan, midpoint_ratio_high=np.nan, verdict="no CI")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _verdict(row: dict) -> str:
+    if row["asymptote_diff_low"] > 0:
+        return "higher asymptote"
+    if row["asymptote_diff_high"] < 0:
+        return "lower asymptote"
+    if row["midpoint_ratio_high"] < 1:
+        return "same asymptote, sooner"
+    if row["midpoint_ratio_low"] > 1:
+        return "same asymptote, later"
+    return "indistinguishable"
