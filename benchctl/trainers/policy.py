@@ -207,11 +207,14 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def load_policy(path: str, device: str):
-    """The HF causal LM at `path` in training mode: bf16 on CUDA [our choice, as veRL/TRL], fp32 on CPU."""
+def load_policy(path: str, device: str, dtype: torch.dtype | None = None):
+    """The HF causal LM at `path` in training mode, its weights in `dtype`; None (the default): bf16 on CUDA
+    [our choice, as veRL/TRL], fp32 on CPU. With the fp32 master weights of `compute_context` (issue 16) pass
+    `dtype=torch.float32` on every device: AdamW then steps fp32 weights and fp32 state, whatever the compute."""
     from transformers import AutoModelForCausalLM
 
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    if dtype is None:
+        dtype = torch.bfloat16 if device == "cuda" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device)
     model.config.use_cache = False
     model.train()
@@ -262,3 +265,193 @@ def deterministic(on: bool):
 def engine_state_dict(model) -> dict[str, torch.Tensor]:
     """The policy's weights as the engine loads them (detached, same names as the HF checkpoint)."""
     return {name: tensor.detach() for name, tensor in model.state_dict().items()}
+
+
+# ---- precision: fp32 master weights, bf16 compute (issue 16) -------------------------------------------------
+#
+# Choice [measured, see tests/trainers/test_precision.py and the issue-16 report]: the policy's weights and
+# AdamW's state stay fp32 on every device and the forward runs under `torch.autocast(bf16)`, rather than bf16
+# weights with a separate fp32 master copy. An update of lr 1e-6 is below half a bf16 ulp of a weight of 0.02
+# (ulp 2^-13 = 1.2e-4), so bf16 weights never move; fp32 ones do. Autocast needs no copy to keep in sync, the
+# optimizer and checkpoint see ordinary fp32 parameters, the engine gets the fp32 state dict (vLLM casts it to
+# its own dtype on load), and it runs on CPU too, so the tests exercise the GPU code path here. Memory: 4 bytes
+# per weight + the bf16 casts autocast keeps for one forward/backward, against 2 + 4 for bf16 + master.
+
+COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def resolve_dtype(name: str, device: str) -> torch.dtype:
+    """`--dtype auto|float32|bfloat16` -> the dtype the policy computes in (its weights stay fp32).
+
+    auto: bfloat16 on CUDA (the tensor-core dtype, as veRL's FSDP mixed precision and TRL's `bf16=True`),
+    float32 elsewhere (CPU bf16 GEMMs are slower than fp32 ones on CPUs without AMX)."""
+    from benchctl.errors import BenchctlError
+
+    if name == "auto":
+        return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    if name not in COMPUTE_DTYPES:
+        raise BenchctlError(f"dtype={name!r} is not valid; choose one of: auto, {', '.join(COMPUTE_DTYPES)}")
+    return COMPUTE_DTYPES[name]
+
+
+@contextlib.contextmanager
+def compute_context(dtype: torch.dtype, device: str):
+    """Run the policy's forward in `dtype` over fp32 weights: `torch.autocast(device_type, dtype)` for bf16
+    (matmuls in bf16, reductions such as softmax/logsumexp in fp32), nothing for fp32. Wrap the forward and the
+    loss only; `loss.backward()` and `optimizer.step()` go outside (autocast's documented usage)."""
+    if dtype == torch.float32:
+        yield
+        return
+    with torch.autocast(device_type=torch.device(device).type, dtype=dtype):
+        yield
+
+
+def param_snapshot(model, stride: int = 1) -> list[torch.Tensor]:
+    """fp32 copies of every `stride`-th element of each trainable parameter (the "before" of `param_change`).
+
+    stride 1 is exact and costs 4 bytes per weight; stride k keeps 1/k of them, a fixed subsample whose
+    `param_change` estimates the full one (`tests/trainers/test_precision.py` measures the error)."""
+    return [p.detach().reshape(-1)[::stride].float().clone() for p in model.parameters() if p.requires_grad]
+
+
+def param_change(model, snapshot: list[torch.Tensor], stride: int = 1) -> torch.Tensor:
+    """`update/param_change`: ||w_after - w_before|| / ||w_before|| over the (master) weights, a 0-d tensor.
+
+    One parameter at a time, so no second full-size buffer is made; `snapshot` from `param_snapshot` with the
+    same `stride`. A step that rounds away (bf16 weights at lr 1e-6) gives exactly 0."""
+    num = torch.zeros((), dtype=torch.float64)
+    den = torch.zeros((), dtype=torch.float64)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p, before in zip(params, snapshot, strict=True):
+        now = p.detach().reshape(-1)[::stride].float()
+        num += torch.linalg.vector_norm(now - before).double().cpu() ** 2
+        den += torch.linalg.vector_norm(before).double().cpu() ** 2
+    return (num.sqrt() / den.sqrt().clamp(min=1e-30)).float()
+
+
+# ---- bounded memory: log-probs/entropy in token chunks, micro-batches by token budget (issue 16) -----------
+
+
+def lm_head_weight(model) -> torch.Tensor:
+    """The (V, D) output-embedding weight with logits = hidden @ W.T; the same Parameter as the input embedding
+    when the model ties them (Qwen2.5 up to 3B), so its gradient collects both uses. Refuses heads that are not
+    a plain bias-free linear map (logit soft-capping, a bias), which the chunked path would get wrong."""
+    from benchctl.errors import BenchctlError
+
+    head = model.get_output_embeddings()
+    softcap = getattr(model.config, "final_logit_softcapping", None)
+    if getattr(head, "bias", None) is not None or softcap:
+        raise BenchctlError(f"{type(model).__name__}: the LM head has a bias or soft-capping; use completion_logits")
+    return head.weight
+
+
+def completion_hidden(
+    model, batch: Batch, inputs_embeds: torch.Tensor | None = None, share_prompts: bool = True
+) -> torch.Tensor:
+    """Final hidden states (N, T, D) at the positions that predict each completion token, without the LM head:
+    `completion_logits(...) == completion_hidden(...) @ lm_head_weight(model).T / temperature`. The same inputs
+    as `completion_logits` (left-padded prompt, positions of real tokens), the decoder (`model.get_decoder()`)
+    instead of the whole model, and the same shared-prompt KV-cache path for a group's rows."""
+    decoder = model.get_decoder()
+    if share_prompts and inputs_embeds is None and batch.prompt_index is not None:
+        unique, inverse = torch.unique(batch.prompt_index, return_inverse=True)
+        if len(unique) < batch.tokens.shape[0]:
+            return _shared_prompt_hidden(decoder, batch, inverse, len(unique))
+    lp, t = batch.prompt_width, batch.tokens.shape[1]
+    kwargs = {"inputs_embeds": inputs_embeds} if inputs_embeds is not None else {"input_ids": batch.input_ids}
+    out = decoder(attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False, **kwargs)
+    return out.last_hidden_state[:, lp - 1 : lp - 1 + t, :]  # (N, T, D): position Lp-1+j predicts token j
+
+
+def _shared_prompt_hidden(decoder, batch: Batch, inverse: torch.Tensor, distinct: int) -> torch.Tensor:
+    """`completion_hidden` with one decoder pass per distinct prompt (`_shared_prompt_logits` without the head)."""
+    lp, t, n = batch.prompt_width, batch.tokens.shape[1], batch.tokens.shape[0]
+    first = torch.zeros(distinct, dtype=torch.long, device=inverse.device)
+    first.scatter_(0, inverse, torch.arange(n, device=inverse.device))  # a row of each prompt
+    head = decoder(
+        input_ids=batch.input_ids[first, :lp],
+        attention_mask=batch.attention_mask[first, :lp],
+        position_ids=batch.position_ids[first, :lp],
+        use_cache=True,
+    )
+    parts = [head.last_hidden_state[:, -1:, :][inverse]]  # (N, 1, D): the last prompt position
+    if t > 1:
+        cache = head.past_key_values
+        cache.batch_select_indices(inverse)  # (distinct, ...) -> (N, ...)
+        tail = decoder(
+            input_ids=batch.input_ids[:, lp : lp + t - 1],
+            attention_mask=batch.attention_mask[:, : lp + t - 1],
+            position_ids=batch.position_ids[:, lp : lp + t - 1],
+            past_key_values=cache,
+            use_cache=True,
+        )
+        parts.append(tail.last_hidden_state)  # (N, T - 1, D)
+    return torch.cat(parts, dim=1)  # (N, T, D)
+
+
+def _logprob_entropy_chunk(
+    hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(c, D) hidden, (c,) tokens -> log-prob (c,) and entropy (c,) from one (c, V) fp32 logits block."""
+    logits = (hidden @ weight.t()).float() / temperature  # (c, V)
+    logz = torch.logsumexp(logits, dim=-1)  # (c,)
+    picked = logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (c,)
+    entropy = logz - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)  # (c,)
+    return picked - logz, entropy
+
+
+def chunked_logprobs_entropy(
+    hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor, temperature: float, chunk_tokens: int = 1024
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token log-probs and entropies (N, T) of logits = hidden @ weight.T / temperature, never holding more than
+    `chunk_tokens` x V logits: equal to `gather_logprobs(logits, tokens)` and `losses.token_entropy(logits)` of
+    the full (N, T, V) logits, to float rounding.
+
+    hidden (N, T, D), weight (V, D) (`lm_head_weight`), tokens (N, T). The N*T positions are flattened and cut
+    into chunks of `chunk_tokens` (the last one shorter); each chunk runs under `torch.utils.checkpoint`
+    (non-reentrant), so the forward keeps only its (c,) outputs and the backward recomputes the chunk's logits:
+    peak memory ~ a few chunk x V fp32 blocks instead of N x T x V (the veRL/Liger "fused linear + log-prob"
+    idea in plain torch). Gradients reach `hidden` and `weight`; entropy is differentiable too."""
+    n, t, d = hidden.shape
+    flat_h, flat_tok = hidden.reshape(n * t, d), tokens.reshape(n * t)  # (N*T, D), (N*T,)
+    grad = torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
+    logps, entropies = [], []
+    for start in range(0, n * t, chunk_tokens):
+        args = (flat_h[start : start + chunk_tokens], weight, flat_tok[start : start + chunk_tokens], temperature)
+        if grad:
+            lp, ent = torch.utils.checkpoint.checkpoint(_logprob_entropy_chunk, *args, use_reentrant=False)
+        else:
+            lp, ent = _logprob_entropy_chunk(*args)
+        logps.append(lp)
+        entropies.append(ent)
+    if not logps:  # no tokens
+        empty = hidden.new_zeros((n, t), dtype=torch.float32)
+        return empty, empty
+    return torch.cat(logps).reshape(n, t), torch.cat(entropies).reshape(n, t)
+
+
+def token_budget_split(batch: Batch, micro_batch_tokens: int, overhead: int = BUCKET_OVERHEAD_TOKENS):
+    """Micro-batches (1-D row-index tensors, every row in exactly one): `length_buckets(batch, overhead)`, each
+    bucket cut into contiguous runs of its (length-sorted) rows whose rows x padded width (widest real prompt +
+    longest completion among them, the width `Batch.trim` leaves) stays <= `micro_batch_tokens`. A row wider
+    than the budget alone gets a micro-batch of its own (a row is never split).
+
+    The policy loss is a sum over rows with weights computed over the whole mini-batch (`losses.py`), so the
+    micro-batches' losses and gradients add up to the mini-batch's; this only bounds the activations of one
+    forward/backward, whatever the number of rows per step."""
+    if micro_batch_tokens < 1:
+        raise ValueError(f"micro_batch_tokens must be >= 1, got {micro_batch_tokens}")
+    prompt = batch.attention_mask[:, : batch.prompt_width].sum(dim=1).tolist()  # (N,) real prompt tokens
+    completion = batch.mask.sum(dim=1).clamp(min=1).long().tolist()  # (N,)
+    out = []
+    for bucket in length_buckets(batch, overhead):
+        start, widest_p, widest_c = 0, 0, 0
+        rows = bucket.tolist()
+        for k, row in enumerate(rows):
+            p, c = max(widest_p, prompt[row]), max(widest_c, completion[row])
+            if k > start and (k - start + 1) * (p + c) > micro_batch_tokens:
+                out.append(bucket[start:k])
+                start, p, c = k, prompt[row], completion[row]
+            widest_p, widest_c = p, c
+        out.append(bucket[start:])
+    return out
