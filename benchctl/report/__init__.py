@@ -42,7 +42,9 @@ class ReportResult:
 
         out = [
             rich_table(
-                self.tables["main"], "pass@k (percent) [95% CI]; diff vs baseline, paired; * = significant after Holm"
+                self.tables["main"],
+                "pass@k (percent) [CI over seeds and problems]; diff vs baseline, paired by seed and problem; "
+                "* = significant after Holm (only with >= 3 seeds); health of the runs",
             )
         ]
         if not self.tables["rliable"].empty:
@@ -73,7 +75,7 @@ def _compute(data: ReportData, config: ReportConfig) -> tuple[dict[str, pd.DataF
     comparisons = stats.comparisons_table(data, config)
     summary = rl.rliable_summary(data, stats.baseline_pairs(data, config.baseline), config)
     tables = {
-        "main": render.main_table(passk, comparisons),
+        "main": render.main_table(passk, comparisons, data.runs),
         "rliable": render.rliable_table(summary.aggregates, summary.improvement),
         "runs": data.runs,
         "passk": passk,
@@ -94,11 +96,17 @@ def _compute(data: ReportData, config: ReportConfig) -> tuple[dict[str, pd.DataF
 
 
 def _sections(tables: dict, config: ReportConfig) -> list:
+    from benchctl.report import render
     from benchctl.report.stats import __doc__ as stats_doc
 
-    method = " ".join(stats_doc.split("Statistics [our choices, stated in every output]:")[1].split())
+    method = stats_doc.split("Statistics [our choices, stated in every output]:")[1].split("Why this test")[0]
     return [
-        ("pass@k and the paired difference to the baseline", f"Baseline: {config.baseline}. {method}", tables["main"]),
+        (
+            "pass@k and the paired difference to the baseline",
+            f"Baseline: {config.baseline}. {' '.join(method.split())}",
+            tables["main"],
+        ),
+        ("run health", render.health_text(tables["runs"], tables["comparisons"]), render.health_view(tables["runs"])),
         (
             "rliable summary (Agarwal et al. 2021)",
             "IQM, mean, median and optimality gap of pass@k over runs x "

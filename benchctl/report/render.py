@@ -23,29 +23,84 @@ def _num(value, digits: int = 1, scale: float = 100.0) -> str:
     return f"{scale * value:.{digits}f}"
 
 
-def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
-    """The headline table: per (task, k, arm) pass@k [CI] over seeds, and the paired difference to the
-    baseline [CI] with its Holm-corrected p-value (percent points)."""
+TOO_FEW = "too few seeds"
+WARN = "\u26a0 "  # marks a health cell that is not ok
+
+
+def _arm_health(runs: pd.DataFrame | None) -> dict[str, str]:
+    """arm -> 'ok' or its runs that are not ok ('collapsed: seed 1')."""
+    from benchctl.report.health import summarize
+
+    if runs is None or "health" not in runs:
+        return {}
+    return {arm: summarize(part["health"].tolist(), part["seed"].tolist()) for arm, part in runs.groupby("arm")}
+
+
+def _diff_cells(c) -> dict[str, str]:
+    """The comparison columns of one main-table row (percent points)."""
+    ci = f" [{_num(c['low'])}, {_num(c['high'])}]" if not math.isnan(c["low"]) else ""
+    if bool(c["too_few_seeds"]):
+        p = f"{TOO_FEW} ({int(c['seeds'])})"
+    else:
+        p = "-" if math.isnan(c["p_holm"]) else f"{c['p_holm']:.3g}{' *' if bool(c['significant']) else ''}"
+    power = c["seeds_for_80pct_power"]
+    return {
+        "diff vs baseline [CI]": f"{_num(c['diff']):>5}{ci}",
+        "seed sd": _num(c["seed_std"]),
+        "p (Holm)": p,
+        "seeds for 80% power": "-" if math.isnan(power) else f"{int(power)}",
+    }
+
+
+def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The headline table: per (task, k, arm) pass@k [CI over seeds and problems], the difference to the baseline
+    [CI] with its Holm-corrected p-value, or the too-few-seeds mark instead (percent points), the seed standard
+    deviation of the difference, the seeds an 80%-power test would need, and the health of the arm's runs (and of
+    the baseline's, where they are not ok)."""
     cmp = comparisons.set_index(["arm", "eval_task", "k"]) if not comparisons.empty else None
-    rows = []
+    health, rows = _arm_health(runs), []
+    blank = {"diff vs baseline [CI]": "", "seed sd": "", "p (Holm)": "", "seeds for 80% power": ""}
     for r in passk.sort_values(["eval_task", "k", "arm"]).itertuples():
         row = {
             "task": r.eval_task,
             "k": r.k,
             "arm": r.arm,
-            "seeds": r.seeds,
+            "seeds": f"{r.seeds}{' (too few)' if r.too_few_seeds else ''}",
             "problems": r.problems,
             "pass@k [CI]": f"{_num(r.pass_at_k)} [{_num(r.low)}, {_num(r.high)}]",
         }
         c = cmp.loc[(r.arm, r.eval_task, r.k)] if cmp is not None and (r.arm, r.eval_task, r.k) in cmp.index else None
-        if c is not None:
-            mark = " *" if bool(c["significant"]) else ""
-            row["diff vs baseline [CI]"] = f"{_num(c['diff'], scale=100):>5} [{_num(c['low'])}, {_num(c['high'])}]"
-            row["p (Holm)"] = f"{c['p_holm']:.3g}{mark}"
-        else:
-            row["diff vs baseline [CI]"], row["p (Holm)"] = "", ""
+        row.update(_diff_cells(c) if c is not None else blank)
+        state = health.get(r.arm, "ok")
+        if c is not None and c["baseline_health"] != "ok":
+            state = f"{state}; baseline {c['baseline']}: {c['baseline_health']}"
+        row["health"] = state if state == "ok" else WARN + state
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def health_view(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that are not ok: arm, seed, health, evidence, folder."""
+    if "health" not in runs:
+        return pd.DataFrame()
+    bad = runs[runs["health"] != "ok"]
+    return bad[["arm", "seed", "health", "health_evidence", "path"]].rename(columns={"health_evidence": "evidence"})
+
+
+def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
+    """One paragraph: how many runs are ok, and which comparisons involve runs that are not."""
+    if "health" not in runs:
+        return ""
+    counts = runs["health"].value_counts()
+    text = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("ok", "collapsed", "diverged", "stalled") if s in counts)
+    text = f"{len(runs)} runs: {text}. States and thresholds: docs/report.md (benchctl.report.health)."
+    if comparisons.empty or not comparisons["unhealthy"].any():
+        return text
+    bad = comparisons[comparisons["unhealthy"]].drop_duplicates(["arm", "baseline"])
+    lines = [f"{r.arm} vs {r.baseline} (arm: {r.arm_health}; baseline: {r.baseline_health})" for r in bad.itertuples()]
+    return f"{text} Comparisons with runs that are not ok (their numbers are kept, marked {WARN.strip()}): " + (
+        "; ".join(lines) + "."
+    )
 
 
 def rliable_table(aggregates: pd.DataFrame, improvement: pd.DataFrame) -> pd.DataFrame:

@@ -79,8 +79,10 @@ def write_train_run(
     tokens_per_step: int = 100,
     task: str = "arith",
     rng_seed: int = 0,
+    metrics: dict[str, list[float]] | None = None,
 ) -> None:
-    """A train run: config, per-step metrics and rollouts, a checkpoint pointer, and eval/final."""
+    """A train run: config, per-step metrics and rollouts, a checkpoint pointer, and eval/final.  `metrics`:
+    column -> one value per step, replacing (or adding to) the default metric rows."""
     write_run_config(run, TRAIN_KIND, record(config))
     rng = np.random.default_rng(rng_seed)
     G, P = config["group_size"], config["prompts_per_step"]
@@ -117,17 +119,21 @@ def write_train_run(
                 "response/length_mean": 5.0,
             }
         )
+    for col, values in (metrics or {}).items():
+        for row, value in zip(rows, values, strict=True):
+            row[col] = value
     write_train_metrics(run, rows)
     mark_latest_checkpoint(run, steps)
     write_eval(eval_dir(run), task, correct, model=run.name, seed=config["seed"])
 
 
-def write_matrix(results: Path, cells: list[tuple[str, dict, dict]]) -> list[Path]:
-    """cells: [(name, train config, per-problem verdicts)] -> RESULTS/runs/<name> + RESULTS/index.parquet."""
+def write_matrix(results: Path, cells: list[tuple], steps: int = 3) -> list[Path]:
+    """cells: [(name, train config, per-problem verdicts[, metrics override])] -> RESULTS/runs/<name> +
+    RESULTS/index.parquet."""
     paths, rows = [], []
-    for i, (name, config, correct) in enumerate(cells):
+    for i, (name, config, correct, *metrics) in enumerate(cells):
         run = results / "runs" / name
-        write_train_run(run, config, correct, rng_seed=i)
+        write_train_run(run, config, correct, steps=steps, rng_seed=i, metrics=metrics[0] if metrics else None)
         paths.append(run)
         rows.append(index_row(results, run, config, "done"))
     write_index(results, rows)

@@ -5,17 +5,24 @@ from math import comb
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 from benchctl.errors import BenchctlError
 from benchctl.report import ReportConfig, build_report
-from benchctl.report.config import ReportConfig as Config
-from benchctl.report.stats import paired_difference
 
 from .fixtures import train_config, write_eval, write_matrix
 
 N = 4
 # correct samples per problem (3 problems, n = 4) for each (estimator, seed)
-COUNTS = {("grpo", 1): [1, 2, 0], ("grpo", 2): [2, 2, 1], ("ha_dw", 1): [3, 2, 1], ("ha_dw", 2): [4, 3, 1]}
+COUNTS = {
+    ("grpo", 1): [1, 2, 0],
+    ("grpo", 2): [2, 2, 1],
+    ("grpo", 3): [1, 1, 1],
+    ("ha_dw", 1): [3, 2, 1],
+    ("ha_dw", 2): [4, 3, 1],
+    ("ha_dw", 3): [2, 3, 2],
+}
+SEEDS = (1, 2, 3)
 
 
 def _verdicts(counts):
@@ -47,7 +54,11 @@ def _config(*inputs, **kw):
 
 
 def _hand_mean(est: str, k: int) -> float:
-    return float(np.mean([np.mean([_pass(c, k) for c in COUNTS[(est, s)]]) for s in (1, 2)]))
+    return float(np.mean([np.mean([_pass(c, k) for c in COUNTS[(est, s)]]) for s in SEEDS]))
+
+
+def _hand_matrix(est: str, k: int) -> np.ndarray:
+    return np.array([[_pass(c, k) for c in COUNTS[(est, s)]] for s in SEEDS]).T  # (P, S)
 
 
 def test_passk_is_the_mean_over_seeds_of_the_unbiased_estimator(matrix):
@@ -56,10 +67,10 @@ def test_passk_is_the_mean_over_seeds_of_the_unbiased_estimator(matrix):
         for k in (1, 2, 4):
             assert passk.loc[(est, k), "pass_at_k"] == pytest.approx(_hand_mean(est, k))
             assert passk.loc[(est, k), "low"] <= passk.loc[(est, k), "pass_at_k"] <= passk.loc[(est, k), "high"]
-    assert passk.loc[("grpo", 1), "pass_at_k"] == pytest.approx((0.75 / 3 + 1.25 / 3) / 2)
-    seed_means = [np.mean([c / N for c in COUNTS[("grpo", s)]]) for s in (1, 2)]
+    assert passk.loc[("grpo", 1), "pass_at_k"] == pytest.approx((0.75 / 3 + 1.25 / 3 + 0.75 / 3) / 3)
+    seed_means = [np.mean([c / N for c in COUNTS[("grpo", s)]]) for s in SEEDS]
     assert passk.loc[("grpo", 1), "seed_std"] == pytest.approx(np.std(seed_means, ddof=1))
-    assert (passk["seeds"] == 2).all() and (passk["problems"] == 3).all()
+    assert (passk["seeds"] == 3).all() and (passk["problems"] == 3).all() and not passk["too_few_seeds"].any()
 
 
 def test_paired_difference_to_baseline_matches_hand_values_and_holm_adjusts_all_ks(matrix):
@@ -67,7 +78,13 @@ def test_paired_difference_to_baseline_matches_hand_values_and_holm_adjusts_all_
     assert list(cmp.index) == [1, 2, 4] and set(cmp["baseline"]) == {"grpo"}
     for k in (1, 2, 4):
         assert cmp.loc[k, "diff"] == pytest.approx(_hand_mean("ha_dw", k) - _hand_mean("grpo", k))
-    assert cmp.loc[1, "diff"] == pytest.approx(0.25)
+        d = _hand_matrix("ha_dw", k) - _hand_matrix("grpo", k)  # (P, S), paired by problem and seed
+        se = np.sqrt(d.mean(axis=0).var(ddof=1) / 3 + d.mean(axis=1).var(ddof=1) / 3)
+        half = sps.t.ppf(0.975, 2) * se
+        assert (cmp.loc[k, "low"], cmp.loc[k, "high"]) == pytest.approx((d.mean() - half, d.mean() + half))
+        assert cmp.loc[k, "p_value"] == pytest.approx(2 * sps.t.sf(abs(d.mean()) / se, 2))
+        assert cmp.loc[k, "seed_std"] == pytest.approx(d.mean(axis=0).std(ddof=1))
+    assert cmp.loc[1, "diff"] == pytest.approx((6 / 4 + 8 / 4 + 7 / 4 - 3 / 4 - 5 / 4 - 3 / 4) / 9)
     p = cmp["p_value"].to_numpy()
     order = np.argsort(p)
     hand = np.minimum(1, np.maximum.accumulate(p[order] * np.array([3, 2, 1])))  # Holm step-down, m = 3
@@ -75,24 +92,11 @@ def test_paired_difference_to_baseline_matches_hand_values_and_holm_adjusts_all_
     assert cmp["p_holm"].ge(cmp["p_value"]).all()
 
 
-def test_identical_arms_differ_by_zero_and_are_not_significant():
-    a = np.array([0.1, 0.5, 0.9, 0.3])
-    diff, low, high, p = paired_difference(a, a.copy(), Config(inputs=("x",)))
-    assert (diff, low, high, p) == (0.0, 0.0, 0.0, 1.0)
-
-
-def test_a_consistent_gain_over_many_problems_is_significant_and_its_ci_excludes_zero():
-    rng = np.random.default_rng(0)
-    base = rng.random(200) * 0.5
-    diff, low, high, p = paired_difference(base + 0.1 + rng.normal(0, 0.02, 200), base, Config(inputs=("x",)))
-    assert diff == pytest.approx(0.1, abs=0.01) and 0 < low < diff < high and p < 1e-3
-
-
-def test_rliable_iqm_of_two_runs_on_one_task_is_their_mean(matrix):
+def test_rliable_iqm_of_three_runs_on_one_task_is_their_mean(matrix):
     agg = build_report(_config(matrix)).tables["aggregates"]
     row = agg[(agg["arm"] == "grpo") & (agg["k"] == 1) & (agg["metric"] == "IQM")].iloc[0]
     assert row["value"] == pytest.approx(_hand_mean("grpo", 1))
-    assert (row["runs"], row["tasks"]) == (2, 1)
+    assert (row["runs"], row["tasks"]) == (3, 1)
     imp = build_report(_config(matrix)).tables["improvement"]
     assert imp.iloc[0][["arm", "baseline"]].tolist() == ["ha_dw", "grpo"]
     assert imp.iloc[0]["probability_of_improvement"] == pytest.approx(1.0)  # every ha_dw run beats every grpo run
@@ -110,7 +114,7 @@ def test_where_filters_runs_and_group_by_changes_the_arms(matrix):
     only = build_report(_config(matrix, where=("estimator=ha_dw",), baseline=None)).tables["passk"]
     assert set(only["arm"]) == {"ha_dw"}
     by_seed = build_report(_config(matrix, group_by=("seed",), baseline=None)).tables["passk"]
-    assert set(by_seed["arm"]) == {"seed=1", "seed=2"}
+    assert set(by_seed["arm"]) == {"seed=1", "seed=2", "seed=3"}
     est_param = build_report(_config(matrix, where=("est.lambda_scale=1.3",), baseline=None)).tables["passk"]
     assert set(est_param["arm"]) == {"ha_dw"}
     not_grpo = build_report(_config(matrix, where=("estimator!=grpo",), baseline=None)).tables["passk"]
@@ -158,10 +162,17 @@ def test_written_tables_are_plain_parquet_with_the_documented_columns(matrix, tm
         "p_holm",
         "significant",
         "seeds",
+        "seed_std",
+        "too_few_seeds",
+        "seeds_for_80pct_power",
         "problems",
+        "arm_health",
+        "baseline_health",
+        "unhealthy",
     ]
     runs = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
-    assert {"arm", "estimator", "seed", "est.lambda_scale", "eval"} <= set(runs.columns)
+    assert {"arm", "estimator", "seed", "est.lambda_scale", "eval", "health", "health_evidence"} <= set(runs.columns)
+    assert set(runs["health"]) == {"ok"}
     assert "Holm" in (tmp_path / "rep" / "report.md").read_text()
 
 
