@@ -53,6 +53,7 @@ def run_command(
     from benchctl.matrix.render import print_cells, print_outcome, progress_printer
 
     spec = read_matrix(file)
+    _warn_inert(spec)
     if dry_run:
         print_cells(spec, results)
         return
@@ -60,6 +61,16 @@ def run_command(
     print_outcome(outcome)
     if outcome.interrupted or outcome.failed:
         raise typer.Exit(130 if outcome.interrupted else 1)
+
+
+def _warn_inert(spec) -> None:
+    """One stderr line per cell setting that cannot act (void combinations, clips without off-policy steps)."""
+    from benchctl.trainers import build_config
+    from benchctl.trainers.config import config_warnings
+
+    for cell in spec.cells:
+        for line in config_warnings(build_config(flag_values=cell.train_values())):
+            typer.echo(f"warning: {cell.name}: {line}", err=True)
 
 
 @matrix_app.command("status")

@@ -57,7 +57,7 @@ def train_command(
 def _run(given: dict, sets: list[str] | None, config: str | None, progress: bool) -> None:
     """Build the config (defaults < recipe < file < flags) and train natively, or launch it with veRL."""
     from benchctl.trainers import build_config, train
-    from benchctl.trainers.config import parse_set, read_config_file
+    from benchctl.trainers.config import config_warnings, parse_set, read_config_file
     from benchctl.trainers.display import make_display
 
     if sets:
@@ -65,6 +65,8 @@ def _run(given: dict, sets: list[str] | None, config: str | None, progress: bool
     if not progress:
         given["progress"] = False
     cfg = build_config(read_config_file(config) if config else None, given)
+    for line in config_warnings(cfg):  # settings that cannot act in this run (also in RUN/config.json)
+        typer.echo(f"warning: {line}", err=True)
     if cfg.engine == "verl":
         from benchctl.integrations.verl_launch import launch
 

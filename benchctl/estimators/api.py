@@ -27,7 +27,9 @@ class Estimator:
 
     name = property(lambda self: self.spec.name)
     kind = property(lambda self: self.spec.kind)
+    __repr__ = lambda self: f"Estimator({self.label}, {self.params})"  # noqa: E731
     label = property(lambda self: self.name if self.base is None else f"{self.name}(base={self.base.label})")
+    min_group_size = property(lambda self: (self.base or self.spec).min_group_size)  # a modifier keeps degenerate A
 
     @property
     def loss_agg(self) -> str:
@@ -39,9 +41,6 @@ class Estimator:
         """Importance scores the trainer must pass to `token_advantages` ("gradient"/"perturbation"), or None."""
         owner = self._token_owner()
         return owner.spec.token_scores if owner is not None else None
-
-    def __repr__(self) -> str:
-        return f"Estimator({self.label}, {self.params})"
 
     def advantages(self, rewards: Any) -> Any:
         """rewards (P, G) -> advantages (P, G) of the same kind/dtype/device; advances the state by one step."""
@@ -168,8 +167,7 @@ def get_estimator(
     name: str, *, base: str | Estimator | None = None, base_params: dict | None = None, **params: Any
 ) -> Estimator:
     """Build an estimator.  Modifiers take `base=` (a name, default "grpo", or an Estimator); keyword
-    arguments a modifier does not own flow to its base; `base_params` sets base fields that share a name.
-    """
+    arguments a modifier does not own flow to its base; `base_params` sets base fields that share a name."""
     spec = get_spec(name)
     own_names = [f.name for f in dataclasses.fields(spec.params)]
     own = {k: params.pop(k) for k in list(params) if k in own_names}
@@ -190,6 +188,5 @@ def get_estimator(
 
 
 def _no_unknown(label: str, given: dict, valid: list[str]) -> None:
-    unknown = [k for k in given if k not in valid]
-    if unknown:
+    if unknown := [k for k in given if k not in valid]:
         raise BenchctlError(f"unknown hyperparameter {unknown[0]!r} for {label}; valid: {', '.join(valid) or 'none'}")

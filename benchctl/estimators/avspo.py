@@ -70,7 +70,7 @@ def augmented_advantages(real: np.ndarray, acr: float, params: AvspoParams) -> t
     return normalise(real - mean[:, None], std, params.eps, std_pop < params.delta), k
 
 
-@register_estimator("avspo", kind="base", params=AvspoParams, state=AvspoState)
+@register_estimator("avspo", kind="base", params=AvspoParams, state=AvspoState, degenerate_only=True)
 def avspo(rewards: np.ndarray, params: AvspoParams, state: AvspoState | None):
     """AVSPO: when the collapse rate exceeds an adaptive threshold, add K virtual rewards to collapsed groups.
 

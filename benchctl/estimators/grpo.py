@@ -56,7 +56,7 @@ def dr_grpo(rewards: np.ndarray, params: NoParams, state: None):
     return group_stats(rewards).centered, None, {}
 
 
-@register_estimator("rloo", kind="base", params=NoParams)
+@register_estimator("rloo", kind="base", params=NoParams, min_group_size=1)
 def rloo(rewards: np.ndarray, params: NoParams, state: None):
     """RLOO: leave-one-out baseline.
 

@@ -27,7 +27,7 @@ class NgrpoParams:
         number("eps", self.eps, 0.0, 1.0)
 
 
-@register_estimator("ngrpo", kind="base", params=NgrpoParams)
+@register_estimator("ngrpo", kind="base", params=NgrpoParams, min_group_size=1)
 def ngrpo(rewards: np.ndarray, params: NgrpoParams, state: None):
     """NGRPO: GRPO statistics over the G rewards plus n_virtual virtual rewards, advantages for real ones only.
 

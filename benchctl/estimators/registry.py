@@ -28,6 +28,8 @@ class EstimatorSpec:
     loss_agg: str | None  # spec §6; None for modifiers = inherit the base's
     token_weights: Callable | None  # (scores, mask, params) -> (N, T) weights; OAR only (spec §7)
     token_scores: str | None  # which importance scores the trainer must supply ("gradient", "perturbation")
+    min_group_size: int = 2  # smallest G the advantage is defined (non-vacuous) for; 1 = no group statistics needed
+    degenerate_only: bool = False  # acts only on degenerate groups (all rewards equal), e.g. AVSPO's augmentation
 
 
 def register_estimator(
@@ -39,6 +41,8 @@ def register_estimator(
     loss_agg: str | None = None,
     token_weights: Callable | None = None,
     token_scores: str | None = None,
+    min_group_size: int = 2,
+    degenerate_only: bool = False,
 ) -> Callable:
     """Decorator registering `fn` under `name`; re-registering the same function is a no-op."""
 
@@ -52,29 +56,25 @@ def register_estimator(
         agg = loss_agg if loss_agg is not None or kind == "modifier" else LOSS_AGGS[0]
         if agg is not None and agg not in LOSS_AGGS:
             raise BenchctlError(f"loss_agg={agg!r} is not valid; choose one of: {', '.join(LOSS_AGGS)}")
-        old = _REGISTRY.get(name)
-        if old is not None and old.fn is not fn:
+        if (old := _REGISTRY.get(name)) is not None and old.fn is not fn:
             raise BenchctlError(f"estimator {name!r} is already registered to {old.fn.__module__}.{old.fn.__name__}")
-        _REGISTRY[name] = EstimatorSpec(name, kind, fn, params, state, agg, token_weights, token_scores)
+        traits = (token_weights, token_scores, min_group_size, degenerate_only)
+        _REGISTRY[name] = EstimatorSpec(name, kind, fn, params, state, agg, *traits)
         return fn
 
     return decorate
 
 
 def get_spec(name: str) -> EstimatorSpec:
-    """The registered spec of `name`; UnknownNameError lists the valid names."""
-    try:
+    try:  # UnknownNameError lists the valid names
         return _REGISTRY[name]
     except (KeyError, TypeError):
         raise UnknownNameError("estimator", str(name), _REGISTRY) from None
 
 
 def registered_names() -> list[str]:
-    """Every registered name in registration order (built-ins first)."""
-    return list(_REGISTRY)
+    return list(_REGISTRY)  # registration order, built-ins first
 
 
 def unregister_estimator(name: str) -> None:
-    """Remove a plug-in (tests, notebooks); UnknownNameError when `name` is not registered."""
-    get_spec(name)
-    del _REGISTRY[name]
+    del _REGISTRY[get_spec(name).name]  # a plug-in (tests, notebooks); UnknownNameError when not registered

@@ -22,7 +22,9 @@ class WReinforceParams:
         number("lam", self.lam, 0.0, None)
 
 
-@register_estimator("w_reinforce", kind="base", params=WReinforceParams, loss_agg="seq-mean-token-mean")
+@register_estimator(
+    "w_reinforce", kind="base", params=WReinforceParams, loss_agg="seq-mean-token-mean", min_group_size=1
+)
 def w_reinforce(rewards: np.ndarray, params: WReinforceParams, state: None):
     """W-REINFORCE: up-weight negative samples, no group baseline, no normalisation.
 

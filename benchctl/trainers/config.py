@@ -21,19 +21,31 @@ RATIO_LEVELS = ("token", "sequence")
 DEVICES = ("auto", "cpu", "cuda")
 ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch
 
-# Spec §6: what each recipe sets.  A later source (file, flag) still overrides a recipe value.
+# Spec §6: what each recipe sets, with its source in the paper (README, "Recipes").  A later source (file, flag)
+# still overrides a recipe value.  `mini_batches` is the paper's number of optimizer steps per rollout batch, capped
+# at the run's rows so that no mini-batch is empty (`build_config`): with one step per batch the ratio stays 1 and
+# no clip range can act.
 RECIPES: dict[str, dict[str, Any]] = {
-    "dapo": {
-        "estimator": "grpo",
-        "loss_agg": "token-mean",
-        "clip_low": 0.2,
-        "clip_high": 0.28,
-        "dynamic_sampling": True,
-        "kl_coef": 0.0,
+    "dapo": {  # arXiv:2503.14476
+        "estimator": "grpo",  # §2.2 group-normalised advantage
+        "loss_agg": "token-mean",  # §3.3 Eq. 12
+        "clip_low": 0.2,  # §3.1 Eq. 10, §4.1
+        "clip_high": 0.28,  # §3.1 Eq. 10, §4.1
+        "dynamic_sampling": True,  # §3.2 Eq. 11
+        "overlong_shaping": True,  # §3.4 Eq. 13; L_cache / L_max = 4096 / 20480 (§4.1)
+        "kl_coef": 0.0,  # §2.3
+        "mini_batches": 16,  # §4.1: 512 prompts x 16 responses in mini-batches of 512 = 16 updates per step
     },
     "dr_grpo": {"estimator": "dr_grpo", "loss_agg": "seq-mean-token-sum-norm"},
-    "gspo": {"ratio": "sequence", "clip_low": 3e-4, "clip_high": 4e-4},
+    "gspo": {  # arXiv:2507.18071
+        "ratio": "sequence",  # §4 Eq. 7
+        "loss_agg": "seq-mean-token-mean",  # §4 Eq. 5: (1/G) sum_i of the clipped sequence term
+        "clip_low": 3e-4,  # §5.1
+        "clip_high": 4e-4,  # §5.1
+        "mini_batches": 4,  # §5.1: each rollout batch is partitioned into four mini-batches
+    },
 }
+OVERLONG_RATIO = 0.2  # L_cache / L_max of DAPO §4.1 (4096 / 20480): the default buffer as a share of max_tokens
 # Run settings a resumed run may change (more steps, other eval/save cadence); every other key must match.
 RESUMABLE_CHANGES = (
     "steps",
@@ -82,9 +94,14 @@ class TrainConfig:
     mini_batches: int = _f(1, "optimizer steps per epoch (the batch is split into this many mini-batches)")
     dynamic_sampling: bool = _f(False, "DAPO: drop degenerate groups and sample more prompts until the batch is full")
     max_sampling_rounds: int = _f(8, "dynamic sampling: most rollout rounds per step before training on fewer groups")
-    max_tokens: int | None = _f(None, "new tokens per rollout; None -> 8 for arith, else 1024")
+    overlong_shaping: bool = _f(
+        False, "DAPO overlong reward shaping (Eq. 13): reward + a length penalty near max_tokens"
+    )
+    overlong_buffer: int | None = _f(None, "L_cache: the penalty's ramp in tokens before max_tokens; None -> 0.2 x it")
+    overlong_penalty: float = _f(1.0, "penalty at max_tokens (DAPO: 1.0); the reward gets -penalty x ramp position")
+    max_tokens: int | None = _f(None, "new tokens per rollout; None -> 8 for arith, 16 for arith_steps, else 1024")
     temperature: float = _f(1.0, "rollout temperature (> 0); the policy's log-probs use the same temperature")
-    top_p: float = _f(1.0, "rollout nucleus top-p")
+    top_p: float = _f(1.0, "rollout nucleus top-p; must be 1 (the policy's log-probs are of the untruncated policy)")
     seed: int = _f(0, "seed: data order, per-prompt sampling seeds (seed, step, problem), mini-batch order")
     eval_every: int = _f(0, "held-out evaluation every N steps and at the end (0 = off)")
     eval_task: str | None = _f(None, "held-out task; None -> the training task's test split")
@@ -109,10 +126,21 @@ class TrainConfig:
 
 
 def resolved_max_tokens(cfg: TrainConfig) -> int:
-    """`max_tokens`, else 8 for arith (answers are at most 3 characters + EOS) and 1024 otherwise."""
+    """`max_tokens`, else 8 for arith (answers are at most 3 characters + EOS), 16 for arith_steps (5 terms: 4
+    partial sums of <= 2 digits, 3 commas, "=", 2 digits, EOS = 15) and 1024 otherwise."""
     if cfg.max_tokens is not None:
         return cfg.max_tokens
-    return 8 if cfg.task == "arith" else 1024
+    return {"arith": 8, "arith_steps": 16}.get(cfg.task, 1024)
+
+
+def resolved_overlong_buffer(cfg: TrainConfig) -> int:
+    """L_cache of DAPO Eq. 13 in tokens, 0 when overlong shaping is off: `overlong_buffer`, else 0.2 x max_tokens
+    (DAPO §4.1: 4096 of 20480), at least 1."""
+    if not cfg.overlong_shaping:
+        return 0
+    if cfg.overlong_buffer is not None:
+        return cfg.overlong_buffer
+    return max(1, round(OVERLONG_RATIO * resolved_max_tokens(cfg)))
 
 
 def resolved_lr(cfg: TrainConfig) -> float:
@@ -155,9 +183,17 @@ def build_config(
     params = {**dict(file_values.get("estimator_params") or {}), **dict(flag_values.get("estimator_params") or {})}
     if params:
         values["estimator_params"] = params
+    if sources.get("mini_batches") == "recipe":  # the paper's update count, capped so that no mini-batch is empty
+        rows = [values.get(k, _default(k)) for k in ("group_size", "prompts_per_step")]
+        if all(isinstance(n, int) and n > 0 for n in rows):
+            values["mini_batches"] = min(values["mini_batches"], rows[0] * rows[1])
     cfg = TrainConfig(**values, sources=sources)
     validate(cfg)
     return cfg
+
+
+def _default(name: str) -> Any:
+    return TrainConfig.__dataclass_fields__[name].default
 
 
 def _resumed_config(run: str, given: dict[str, Any]) -> TrainConfig:
@@ -242,7 +278,7 @@ def validate(cfg: TrainConfig) -> None:
     _check_choice("device", cfg.device, DEVICES)
     _check_choice("engine", cfg.engine, ENGINES)
     _check_combinations(cfg)
-    build_estimator(cfg)
+    _check_estimator(cfg, build_estimator(cfg))
 
 
 def _check_types(cfg: TrainConfig) -> None:
@@ -274,9 +310,94 @@ def _check_combinations(cfg: TrainConfig) -> None:
         )
     if cfg.dynamic_sampling and cfg.group_size < 2:
         raise BenchctlError("dynamic_sampling needs group_size >= 2 (a group of one is always degenerate)")
+    if cfg.top_p < 1.0:  # issue 16: the policy would have to be truncated the same way; refused instead
+        raise BenchctlError(
+            f"top_p={cfg.top_p} < 1 cannot train: the policy's log-probs are of the untruncated distribution, so the"
+            " importance ratio and the engine/policy gap would be off by the nucleus mass; use top_p=1"
+        )
+    if cfg.overlong_buffer is not None:
+        check_range("overlong_buffer", cfg.overlong_buffer, 1)
+    check_range("overlong_penalty", cfg.overlong_penalty, 0)
+    buffer, max_tokens = resolved_overlong_buffer(cfg), resolved_max_tokens(cfg)
+    if buffer >= max_tokens:
+        raise BenchctlError(
+            f"overlong_buffer={buffer} must be below max_tokens={max_tokens} (DAPO Eq. 13 penalises only the last"
+            " overlong_buffer tokens before max_tokens)"
+        )
     ks = parse_eval_ks(cfg.eval_k)
     if cfg.eval_every and max(ks) > cfg.eval_n:
         raise BenchctlError(f"eval_k={max(ks)} > eval_n={cfg.eval_n}: pass@k needs k <= n")
+
+
+def _check_estimator(cfg: TrainConfig, est) -> None:
+    """The estimator is defined for this G and this run's rewards: its declared `min_group_size`, then one call on a
+    probe batch shaped like the run's ((2, G): one mixed and one all-wrong group; shaped when overlong shaping is on),
+    which raises what a real step would (e.g. passk's k > G, binary rewards under shaping) before any work."""
+    import numpy as np
+
+    if cfg.group_size < est.min_group_size:
+        raise BenchctlError(
+            f"group_size={cfg.group_size}: {est.label} is group-relative (its advantage compares the rollouts of one"
+            f" prompt) and needs group_size >= {est.min_group_size}"
+        )
+    probe = np.zeros((2, cfg.group_size))
+    probe[0, 0] = 1.0
+    if resolved_overlong_buffer(cfg):  # DAPO Eq. 13: correctness + a penalty in [-overlong_penalty, 0]
+        probe[0, :2] -= cfg.overlong_penalty * np.array([0.5, 1.0])
+    try:
+        est.advantages(probe)
+    except BenchctlError as exc:
+        if not resolved_overlong_buffer(cfg):
+            raise
+        raise BenchctlError(
+            f"{est.label} cannot train on shaped rewards (correctness + overlong penalty): {exc}; set"
+            " overlong_shaping: false"
+        ) from None
+
+
+def inert_settings(cfg: TrainConfig) -> list[str]:
+    """Settings chosen for this run (not defaults) that cannot act in it, as `key=value` items: a clip range or the
+    sequence ratio with one optimizer step per rollout batch (the importance ratio is then exactly 1), overlong
+    buffer/penalty with shaping off, and an estimator whose every effect dynamic sampling filters out."""
+    given = lambda k: cfg.sources.get(k, "default") != "default"  # noqa: E731 - set by a recipe, file or flag
+    chosen = [k for k in ("clip_low", "clip_high") if given(k) or getattr(cfg, k) != _default(k)]
+    out = []
+    if cfg.epochs * cfg.mini_batches == 1:
+        out += [f"{k}={getattr(cfg, k)}" for k in (["ratio"] if cfg.ratio == "sequence" else []) + chosen]
+    if not cfg.overlong_shaping:
+        out += [f"{k}={getattr(cfg, k)}" for k in ("overlong_buffer", "overlong_penalty") if given(k)]
+    if cfg.dynamic_sampling and _degenerate_only(build_estimator(cfg)):
+        out.append(f"estimator={cfg.estimator}")
+    return out
+
+
+def _degenerate_only(est) -> list[str]:
+    """Names in the estimator's chain (modifier, base, ...) that declare they act only on degenerate groups."""
+    names = []
+    while est is not None:
+        names += [est.name] if est.spec.degenerate_only else []
+        est = est.base
+    return names
+
+
+def config_warnings(cfg: TrainConfig) -> list[str]:
+    """One line per setting that cannot act in this run (`inert_settings`), saying why."""
+    inert, lines = inert_settings(cfg), []
+    update = [s for s in inert if s.split("=")[0] in ("ratio", "clip_low", "clip_high")]
+    if update:
+        lines.append(
+            f"{', '.join(update)} cannot act: one optimizer step per rollout batch (epochs x mini_batches = 1) keeps"
+            " the importance ratio at exactly 1; set mini_batches or epochs > 1"
+        )
+    if any(s.startswith("overlong_") for s in inert):
+        lines.append("overlong_buffer / overlong_penalty have no effect: overlong_shaping is off")
+    if f"estimator={cfg.estimator}" in inert:
+        names = ", ".join(_degenerate_only(build_estimator(cfg)))
+        lines.append(
+            f"{names} acts only on degenerate groups, which dynamic sampling drops before the update: a void"
+            f" combination ({cfg.estimator} trains on its plain advantages of the informative groups)"
+        )
+    return lines
 
 
 def parse_eval_ks(text: str) -> tuple[int, ...]:
@@ -302,5 +423,10 @@ def config_record(cfg: TrainConfig, **derived: Any) -> dict:
     """{key: {"value": v, "source": ...}} for every field, plus derived values (source 'derived')."""
     record = {name: {"value": getattr(cfg, name), "source": cfg.sources.get(name, "default")} for name in field_names()}
     record["estimator_params"]["value"] = dict(cfg.estimator_params)
+    derived = {
+        "inert_settings": inert_settings(cfg),
+        "overlong_buffer_resolved": resolved_overlong_buffer(cfg),
+        **derived,
+    }
     record.update({k: {"value": v, "source": "derived"} for k, v in derived.items()})
     return record

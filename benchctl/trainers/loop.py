@@ -2,8 +2,12 @@
 
     rollout    the in-process vLLM engine samples G completions for each of P prompts, seeded per prompt from
                (seed, step, data position, problem id), with each sampled token's log-probability
-    reward     the task's own grader: 1.0 for a correct completion, else 0.0
-    advantage  one registry call: est.advantages(rewards) (P, G), then est.token_advantages(...) (N, T)
+    reward     the task's own grader: 1.0 for a correct completion, else 0.0; plus DAPO's overlong penalty (Eq. 13,
+               `shaping.overlong_penalty`) when on. Dynamic sampling repeats rollout + reward until P groups are
+               informative by correctness (0 < #correct < G)
+    advantage  one registry call: est.advantages(rewards) on every group sampled this step (all rounds, so batch
+               statistics and state see the policy's actual batch, spec §6), then the filter keeps the informative
+               groups for the update; est.token_advantages(...) (N, T) of those
     loss       clipped surrogate (token ratio, or GSPO's sequence ratio) + optional k3 KL, aggregated (spec §6)
     update     epochs x mini-batches of AdamW with gradient clipping, on every core (`policy.threads`)
     sync       engine.load_weights(policy weights)
@@ -13,13 +17,12 @@ The trainer never branches on an estimator's name: what an estimator needs (OAR'
 for through `est.token_scores`. Rows whose token advantages are all zero (degenerate groups) are left out of
 the forward/backward when no KL term needs them; the aggregation weights still count them, so the loss and
 gradient are exactly those of the full batch (`losses.active_rows`). That is where most of the speed comes
-from once the policy learns: ACR grows, and so does the work skipped.
+from once the policy learns: ACR grows, and so does the work skipped. Entropy and the engine/policy gap are measured
+on rows chosen without looking at advantages (`measure`), so every arm is measured alike.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +33,7 @@ import torch
 from benchctl.estimators._common import group_stats
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
-from benchctl.trainers.config import TrainConfig, parse_eval_ks
+from benchctl.trainers.config import TrainConfig, parse_eval_ks, resolved_overlong_buffer
 from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss, token_entropy
 from benchctl.trainers.policy import (
     completion_logits,
@@ -42,8 +45,10 @@ from benchctl.trainers.policy import (
     sequence_logprobs,
     threads,
 )
+from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
 from benchctl.trainers.scores import SCORERS, answer_masks
 from benchctl.trainers.session import Session, draw, export_final_model, open_session, save_checkpoint
+from benchctl.trainers.shaping import overlong_penalty
 
 
 @dataclass(frozen=True)
@@ -56,26 +61,12 @@ class TrainResult:
     interrupted: bool  # stopped by Ctrl-C (after writing a checkpoint)
 
 
-class PhaseTimer(dict):
-    """Seconds per phase: `with times("rollout"): ...` adds to times["rollout"]."""
-
-    @contextlib.contextmanager
-    def __call__(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            self[name] = self.get(name, 0.0) + time.perf_counter() - start
-
-
 def train(cfg: TrainConfig, display=None) -> TrainResult:
     """Run (or resume) one training run; returns when `cfg.steps` or `cfg.token_budget` is reached."""
     s = open_session(cfg)
     if display is not None:
         s.display = display
-    with _stop_on_sigint(s), s.display:
+    with stop_on_sigint(s), s.display:
         if cfg.eval_every and s.state.step == 0:  # the starting point, for before/after comparisons
             evaluate(s, 0)
         while s.state.step < cfg.steps and not _budget_spent(s) and not s.stop_requested:
@@ -94,54 +85,56 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
 def train_step(s: Session, step: int) -> dict[str, float]:
     """One step: rollout -> reward -> advantage -> loss/update -> sync; returns its metrics row."""
     cfg, times, start = s.cfg, PhaseTimer(), time.perf_counter()
-    # ---- rollout + reward (DAPO dynamic sampling repeats both until the batch is full) -------------------
-    problems, groups, rewards, sampled, rounds, generated = collect(s, step, times)
-    samples = [x for group in groups for x in group]  # N = P * G rollouts, group-major
+    # ---- rollout + reward (DAPO dynamic sampling repeats both until enough groups are informative) ---------
+    got = collect(s, step, times)
     # ---- advantage ----------------------------------------------------------------------------------------
     with times("advantage"):
-        seq_adv = s.estimator.advantages(rewards)  # (P, G): the one registry call
+        seq_adv = s.estimator.advantages(got.rewards)  # (S, G): the one registry call, on every group sampled
+        trained = got.trained()  # (P,) the groups the update trains (spec §6: the filter comes after the estimator)
+        samples = [x for i in trained for x in got.groups[i]]  # N = P * G rollouts, group-major
         batch = pack([x.prompt_token_ids for x in samples], [x.token_ids for x in samples], s.pad_id, s.device)
         scores, reasoning = importance_scores(s, batch, samples)
-        token_adv = s.estimator.token_advantages(seq_adv.reshape(-1), scores, reasoning)  # (N, T)
+        kept_adv = seq_adv[trained] * got.keep[trained, None]  # (P, G); a dropped group trains with A = 0
+        token_adv = s.estimator.token_advantages(kept_adv.reshape(-1), scores, reasoning)  # (N, T)
     token_adv = torch.as_tensor(token_adv, dtype=torch.float32, device=s.device)
-    nondegenerate = torch.as_tensor(np.repeat(~group_stats(rewards).degenerate, cfg.group_size), device=s.device)
+    degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
+    nondegenerate = torch.as_tensor(np.repeat(~degenerate, cfg.group_size), device=s.device)
     engine_lp = _engine_logprobs(samples, batch)
     # ---- loss + update ------------------------------------------------------------------------------------
     s.engine.sleep()
     with threads(s.threads), deterministic(s.device == "cpu"):  # same seed, same bits (policy.deterministic)
-        update_metrics = update(s, step, batch, token_adv, nondegenerate, engine_lp, times)
+        diagnostics = measure(s, batch, engine_lp, times)
+        update_metrics = update(s, step, batch, token_adv, nondegenerate, times)
+    _warn_on_gap(s, step, diagnostics["logprob/engine_gap"])
     # ---- sync ---------------------------------------------------------------------------------------------
     with times("sync"):
         s.engine.wake_up()
         s.engine.load_weights(engine_state_dict(s.model))
     # ---- log ----------------------------------------------------------------------------------------------
-    num_tokens = np.array([x.num_tokens for x in samples])
-    s.state.tokens_total += generated  # every rollout generated, DAPO's dropped groups included (compute spent)
-    s.state.samples_total += sampled.size
-    train_run.write_rollouts(
-        s.run,
-        step,
-        train_run.rollout_table(
-            step,
-            [p.id for p in problems],
-            rewards,
-            seq_adv,
-            num_tokens,
-            [x.finish_reason for x in samples],
-            [x.text for x in samples],
-        ),
-    )
+    every = [x for group in got.groups for x in group]  # every rollout sampled this step
+    num_tokens = np.array([x.num_tokens for x in every])
+    s.state.tokens_total += got.generated  # every rollout generated, DAPO's dropped groups included
+    s.state.samples_total += got.rewards.size
+    table = train_run.rollout_table(  # the estimator's batch: every group sampled, its reward and advantage
+        step, [p.id for p in got.problems], got.rewards, seq_adv, num_tokens, [x.finish_reason for x in every],
+        [x.text for x in every],
+    )  # fmt: skip
+    train_run.write_rollouts(s.run, step, table)
     row = {
         "step": step,
-        **M.reward_metrics(rewards, sampled),
+        **M.reward_metrics(got.correct, got.rewards),  # accuracy; acr/* of what the estimator saw (= est/acr)
+        "reward/overlong_penalty": float(got.penalty.mean()),
         **M.estimator_metrics(s.estimator.diagnostics()),
-        **M.advantage_metrics(seq_adv),
+        **M.advantage_metrics(kept_adv),
+        **diagnostics,
         **update_metrics,
-        **M.response_metrics(num_tokens, np.array([x.finish_reason == "length" for x in samples])),
-        "rollout/tokens": generated,
+        **M.response_metrics(num_tokens, np.array([x.finish_reason == "length" for x in every])),
+        "rollout/tokens": got.generated,
         "rollout/tokens_total": s.state.tokens_total,
         "rollout/samples_total": s.state.samples_total,
-        "rollout/rounds": rounds,
+        "rollout/rounds": got.rounds,
+        "rollout/groups": len(got.problems),
+        "rollout/groups_trained": float(got.keep.sum()),
         "optim/lr": s.scheduler.get_last_lr()[0],
     }
     row.update({f"time/{k}": v for k, v in times.items()})
@@ -149,9 +142,29 @@ def train_step(s: Session, step: int) -> dict[str, float]:
     return row
 
 
-def collect(s: Session, step: int, times: PhaseTimer):
-    """P prompts with G graded rollouts each -> (problems, groups, rewards (P, G), rewards of every group sampled,
-    rounds, tokens generated in all rounds)."""
+@dataclass(frozen=True)
+class Sampled:
+    """Every group sampled in one step (all rounds of dynamic sampling), in sampling order: S groups of G."""
+
+    problems: list
+    groups: list  # S lists of G completions
+    correct: np.ndarray  # (S, G) 1.0 correct, else 0.0: dynamic sampling's filter and pass@k use these
+    penalty: np.ndarray  # (S, G) DAPO's overlong penalty (Eq. 13, `shaping.overlong_penalty`); 0 when off
+    rewards: np.ndarray  # (S, G) correct + penalty: what the estimator sees
+    keep: np.ndarray  # (S,) bool: the groups the update trains (dynamic sampling: 0 < #correct < G)
+    last_round: int  # index of the last round's first group
+    rounds: int
+    generated: int  # tokens generated in all rounds
+
+    def trained(self) -> np.ndarray:
+        """Indices of the trained groups; when none is informative, the last round's (trained with A = 0)."""
+        kept = np.flatnonzero(self.keep)
+        return kept if kept.size else np.arange(self.last_round, len(self.problems))
+
+
+def collect(s: Session, step: int, times: PhaseTimer) -> Sampled:
+    """P prompts with G graded rollouts each; with dynamic sampling, more rounds of prompts until P groups are
+    informative (0 < #correct < G, DAPO Eq. 11) or `max_sampling_rounds` ran out."""
     from benchctl.engine import SamplingConfig
 
     cfg = s.cfg
@@ -163,29 +176,32 @@ def collect(s: Session, step: int, times: PhaseTimer):
         seed=cfg.seed,
         logprobs=True,
     )
-    kept: list[tuple] = []  # (problem, samples, rewards (G,))
-    seen, last, rounds, generated = [], [], 0, 0
-    while len(kept) < cfg.prompts_per_step and rounds < (cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
+    problems, groups, correct, keep = [], [], [], []
+    kept = rounds = generated = last = 0
+    while kept < cfg.prompts_per_step and rounds < (cfg.max_sampling_rounds if cfg.dynamic_sampling else 1):
         rounds += 1
-        positions = range(s.state.data_pos, s.state.data_pos + cfg.prompts_per_step - len(kept))
+        positions = range(s.state.data_pos, s.state.data_pos + cfg.prompts_per_step - kept)
         s.state.data_pos += len(positions)
-        problems = [draw(s.problems, cfg.seed, pos) for pos in positions]
+        batch = [draw(s.problems, cfg.seed, pos) for pos in positions]
         with times("rollout"):
-            keys = [f"{step}/{pos}/{p.id}" for pos, p in zip(positions, problems)]
-            groups = s.engine.generate(
-                [s.engine.render(s.task, p) for p in problems], sampling, progress=False, seed_keys=keys
+            keys = [f"{step}/{pos}/{p.id}" for pos, p in zip(positions, batch)]
+            new = s.engine.generate(
+                [s.engine.render(s.task, p) for p in batch], sampling, progress=False, seed_keys=keys
             )
         with times("reward"):
-            verdicts = s.task.grade([(p, x.text) for p, group in zip(problems, groups) for x in group])
-            rewards = np.array([float(v.correct) for v in verdicts]).reshape(len(problems), cfg.group_size)
-        seen.append(rewards)
-        generated += sum(x.num_tokens for group in groups for x in group)
-        last = list(zip(problems, groups, rewards))
-        keep = ~group_stats(rewards).degenerate if cfg.dynamic_sampling else np.ones(len(problems), dtype=bool)
-        kept += [item for item, k in zip(last, keep) if k]
-    kept = kept or last  # dynamic sampling found no informative group: train on the last round (a no-op update)
-    problems, groups, rewards = zip(*kept)
-    return list(problems), list(groups), np.stack(rewards), np.concatenate(seen), rounds, generated
+            verdicts = s.task.grade([(p, x.text) for p, group in zip(batch, new) for x in group])
+            right = np.array([float(v.correct) for v in verdicts]).reshape(len(batch), cfg.group_size)
+        informative = ~group_stats(right).degenerate if cfg.dynamic_sampling else np.ones(len(batch), dtype=bool)
+        last, kept = len(problems), kept + int(informative.sum())
+        problems, groups = problems + batch, groups + new
+        correct.append(right)
+        keep.append(informative)
+        generated += sum(x.num_tokens for group in new for x in group)
+    correct = np.concatenate(correct)  # (S, G)
+    with times("reward"):
+        lengths = np.array([[x.num_tokens for x in group] for group in groups])  # (S, G)
+        penalty = overlong_penalty(lengths, s.max_tokens, resolved_overlong_buffer(cfg), cfg.overlong_penalty)
+    return Sampled(problems, groups, correct, penalty, correct + penalty, np.concatenate(keep), last, rounds, generated)
 
 
 def importance_scores(s: Session, batch, samples) -> tuple[np.ndarray | None, np.ndarray]:
@@ -211,18 +227,36 @@ def _engine_logprobs(samples, batch) -> torch.Tensor:
     return out.to(batch.tokens.device)
 
 
+def measure(s: Session, batch, engine_lp: torch.Tensor, times: PhaseTimer) -> dict[str, float]:
+    """policy/entropy and logprob/engine_gap(_max), token means over the first completion of every group (rows 0, G,
+    2G, ...), forwarded without grad before the update: the same rows and the policy the engine sampled from, whatever
+    the estimator, `skip_zero_advantage` or the mini-batch structure."""
+    rows = torch.arange(0, batch.tokens.shape[0], s.cfg.group_size, device=batch.tokens.device)  # (P,)
+    entropy = gap = tokens = gap_max = 0.0
+    with times("logprobs"), torch.no_grad():
+        for bucket in length_buckets(batch.rows(rows)):
+            sub, idx = batch.rows(rows[bucket]).trim(), rows[bucket]
+            logits = completion_logits(s.model, sub, s.cfg.temperature)  # (b, t, V)
+            diff = (gather_logprobs(logits, sub.tokens) - engine_lp[idx, : sub.tokens.shape[1]]).abs() * sub.mask
+            entropy += float((token_entropy(logits) * sub.mask).sum())
+            gap, gap_max = gap + float(diff.sum()), max(gap_max, float(diff.max()))
+            tokens += float(sub.mask.sum())
+    nan = float("nan")
+    return {
+        "policy/entropy": entropy / tokens if tokens else nan,
+        "logprob/engine_gap": gap / tokens if tokens else nan,
+        "logprob/engine_gap_max": gap_max if tokens else nan,
+    }
+
+
 def update(
-    s: Session,
-    step: int,
-    batch,
-    token_adv: torch.Tensor,
-    nondegenerate: torch.Tensor,
-    engine_lp: torch.Tensor,
-    times: PhaseTimer,
+    s: Session, step: int, batch, token_adv: torch.Tensor, nondegenerate: torch.Tensor, times: PhaseTimer
 ) -> dict[str, float]:
-    """epochs x mini-batches of clipped policy-gradient steps on the rollout batch; returns update metrics."""
+    """epochs x mini-batches of clipped policy-gradient steps on the rollout batch; returns update metrics.
+    Mini-batches are capped at the rows (a dynamic-sampling batch may hold fewer), so none is empty."""
     cfg = s.cfg
     n = batch.tokens.shape[0]
+    splits = min(cfg.mini_batches, n)
     active = (
         active_rows(token_adv, batch.mask, cfg.kl_coef)
         if cfg.skip_zero_advantage
@@ -230,7 +264,7 @@ def update(
     )  # (N,)
     old = ref = None
     with times("logprobs"):
-        if cfg.epochs * cfg.mini_batches > 1:  # off-policy after the first mini-batch: freeze pi_old first
+        if cfg.epochs * splits > 1:  # off-policy after the first mini-batch: freeze pi_old first
             old = torch.zeros_like(batch.mask)
             old[active] = sequence_logprobs(s.model, batch.rows(active.nonzero().squeeze(1)), cfg.temperature)
         if s.ref is not None:
@@ -238,27 +272,19 @@ def update(
     sums: dict[str, float] = {}
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
     with times("update"):
-        for epoch in range(cfg.epochs):
-            order = torch.randperm(n, generator=generator) if cfg.mini_batches > 1 else torch.arange(n)
-            for mb in torch.tensor_split(order.to(token_adv.device), cfg.mini_batches):
-                first = epoch == 0
-                _minibatch_step(s, batch, mb, active[mb], token_adv, nondegenerate, old, ref, engine_lp, first, sums)
+        for _ in range(cfg.epochs):
+            order = torch.randperm(n, generator=generator) if splits > 1 else torch.arange(n)
+            for mb in torch.tensor_split(order.to(token_adv.device), splits):
+                _minibatch_step(s, batch, mb, active[mb], token_adv, nondegenerate, old, ref, sums)
         s.scheduler.step()
-    steps = cfg.epochs * cfg.mini_batches
-    out = {k: v / steps for k, v in sums.items() if not k.startswith("_")}
-    tokens = sums.get("_tokens", 0.0)  # real tokens of the rows trained in the first epoch; none -> NaN
-    out["policy/entropy"] = sums["_entropy"] / tokens if tokens else float("nan")
-    out["logprob/engine_gap"] = sums["_gap"] / tokens if tokens else float("nan")
-    out["logprob/engine_gap_max"] = sums.get("_gap_max", float("nan"))
+    out = {k: v / (cfg.epochs * splits) for k, v in sums.items()}
+    out["update/optimizer_steps"] = float(cfg.epochs * splits)
     out["update/rows_trained"] = float(active.sum())
     out["update/rows_skipped"] = float(n - active.sum())
-    _warn_on_gap(s, step, out["logprob/engine_gap"])
     return out
 
 
-def _minibatch_step(
-    s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref, engine_lp, first, sums: dict
-) -> None:
+def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref, sums: dict) -> None:
     """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in `length_buckets`,
     each trimmed of its padding columns; the buckets' losses (sums over rows) accumulate one gradient."""
     cfg = s.cfg
@@ -270,9 +296,8 @@ def _minibatch_step(
     parts = []
     for bucket in length_buckets(batch.rows(rows)):  # none when every row is skipped
         sub, idx = batch.rows(rows[bucket]).trim(), rows[bucket]
-        t, tokens = sub.tokens.shape[1], float(sub.mask.sum())
-        logits = completion_logits(s.model, sub, cfg.temperature)  # (b, t, V)
-        logp = gather_logprobs(logits, sub.tokens)  # (b, t)
+        t = sub.tokens.shape[1]
+        logp = gather_logprobs(completion_logits(s.model, sub, cfg.temperature), sub.tokens)  # (b, t)
         loss, m = policy_loss(
             logp,
             logp.detach() if old is None else old[idx, :t],
@@ -286,14 +311,7 @@ def _minibatch_step(
             ref_logp=None if ref is None else ref[idx, :t],
         )
         loss.backward()
-        parts.append((m, tokens))
-        if first:
-            with torch.no_grad():
-                gap = (logp.detach() - engine_lp[idx, :t]).abs() * sub.mask
-                sums["_entropy"] = sums.get("_entropy", 0.0) + float((token_entropy(logits.detach()) * sub.mask).sum())
-                sums["_gap"] = sums.get("_gap", 0.0) + float(gap.sum())
-                sums["_gap_max"] = max(sums.get("_gap_max", 0.0), float(gap.max()))
-                sums["_tokens"] = sums.get("_tokens", 0.0) + tokens
+        parts.append((m, float(sub.mask.sum())))
     for key, value in combine_metrics(parts).items():
         sums[key] = sums.get(key, 0.0) + value
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
@@ -363,24 +381,3 @@ def _finish(s: Session) -> None:
     """The final model folder (the last checkpoint was written by `_after_step`)."""
     if s.state.step:
         export_final_model(s)
-
-
-@contextlib.contextmanager
-def _stop_on_sigint(s: Session):
-    """First Ctrl-C: finish the current step, write a checkpoint, stop. A second one interrupts at once."""
-
-    def handler(signum, frame):
-        if s.stop_requested:
-            raise KeyboardInterrupt
-        s.stop_requested = True
-        s.display.warn("Ctrl-C: stopping after this step (checkpoint follows); press again to abort")
-
-    try:
-        previous = signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread: no handler, default behaviour
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
