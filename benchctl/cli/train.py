@@ -37,7 +37,10 @@ def train_command(
     temperature: Annotated[float | None, Opt("--temperature", help="Rollout temperature (default 1.0).")] = None,
     seed: Annotated[int | None, Opt("--seed", help="Seed (data order, sampling, mini-batches).")] = None,
     eval_every: Annotated[int | None, Opt("--eval-every", help="Held-out eval every N steps (0 = off).")] = None,
-    eval_task: Annotated[str | None, Opt("--eval-task", help="Held-out task (default: the training task).")] = None,
+    eval_task: Annotated[str | None, Opt("--eval-task", help="Held-out task (default: the task's held-out one).")] = None,
+    allow_overlap: Annotated[
+        bool | None, Opt("--allow-overlap", help="Run even if the eval task shares questions with training.")
+    ] = None,
     save_every: Annotated[int | None, Opt("--save-every", help="Checkpoint every N steps (default 10).")] = None,
     data_dir: Annotated[str | None, Opt("--data-dir", envvar="BENCHCTL_DATA_DIR", help="Local data folder.")] = None,
     device: Annotated[str | None, Opt("--device", help="auto | cpu | cuda.")] = None,

@@ -106,13 +106,21 @@ class Estimator:
         s, _ = to_float64(scores, "scores")
         if s.shape != mask.shape:
             raise BenchctlError(f"scores must have the mask's shape {mask.shape}; got {s.shape}")
-        return back(seq[:, None] * owner.spec.token_weights(s, mask, owner.params))  # (N, T)
+        weights = owner.spec.token_weights(s, mask, owner.params)  # (N, T)
+        self._metrics = {**self._metrics, **token_weight_metrics(weights, mask)}  # this step's diagnostics
+        return back(seq[:, None] * weights)  # (N, T)
 
     def _token_owner(self) -> Estimator | None:
         est = self
         while est is not None and est.spec.token_weights is None:
             est = est.base
         return est
+
+
+def token_weight_metrics(weights: np.ndarray, mask: np.ndarray) -> dict[str, float]:
+    """Rows (of N) whose token weights (N, T) are not all 1 (`reshaped_frac`), rows with no span (`no_span_frac`)."""
+    reshaped = (np.abs(weights - 1.0) > 1e-9).any(axis=1)  # (N,)
+    return {"reshaped_frac": float(reshaped.mean()), "no_span_frac": float((~mask.any(axis=1)).mean())}
 
 
 def check_rewards(r: np.ndarray) -> None:

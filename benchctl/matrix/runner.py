@@ -147,6 +147,7 @@ def run_matrix(
     `address`: the Ray cluster for `executor="ray"` (benchctl.matrix.ray_executor)."""
     if executor not in EXECUTORS:
         raise BenchctlError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
+    check_cells(spec.cells)
     results = Path(results)
     results.mkdir(parents=True, exist_ok=True)
     event = on_event or (lambda *args: None)
@@ -184,6 +185,18 @@ def run_matrix(
     EXECUTORS[executor](todo, work, on_start, on_done, address=address)
     ordered = tuple(outcomes[c.name] for c in spec.cells if c.name in outcomes)
     return MatrixOutcome(results / INDEX_FILE, ordered)
+
+
+def check_cells(cells: Sequence[Cell]) -> None:
+    """The trainer's refusals, for every cell before any starts (`benchctl.trainers.session.preflight`): a
+    token-level estimator (OAR) on a task without reasoning span; an evaluation task (the cell's final `eval:` tasks,
+    and its own held-out task when `train:` sets eval_every) sharing questions with the training task, unless
+    `train: {allow_overlap: true}`."""
+    from benchctl.trainers import build_config
+    from benchctl.trainers.session import preflight
+
+    for cell in cells:
+        preflight(build_config(flag_values=cell.train_values()), cell.eval.tasks, cell.eval.limit)
 
 
 # ---- one cell -----------------------------------------------------------------------------------------------

@@ -7,14 +7,18 @@ generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json
 1. a byte-level tokenizer with no merges (`benchctl.models.chartok`): one token per ASCII character;
 2. a Qwen2 config (4 layers, width 128, GQA 4/2 heads of size 32, MLP 384, tied embeddings, fp32,
    128 positions) initialised from `torch.manual_seed(seed)`;
-3. supervised fine-tuning with plain torch on `get_task("arith", split="train")` problems, each one
-   `task.prompt_text(problem) + problem.gold + <eos>`, loss on the answer and <eos> only [our choice],
-   AdamW with linear warm-up then constant learning rate [our choice: no schedule depends on a budget
-   that may be given in seconds].
+3. supervised fine-tuning with plain torch on the train splits of `arith` and `arith_steps` (`SFT_TASKS`;
+   `train_problems` of each, interleaved), each one `task.prompt_text(problem) +
+   task.reference_completion(problem) + <eos>` ("3+5+2=" "10"; "3+5+2:" "8,10=10"), loss on the completion and
+   <eos> only [our choice], AdamW with linear warm-up then constant learning rate [our choice: no schedule
+   depends on a budget that may be given in seconds]. Test questions of either task are never seen
+   (`benchctl.tasks.arith.split_of`). 200 steps of 64 [our choice]: as many arith sequences as builder 2's
+   100 arith-only steps; held-out pass@1 (T=0.6, top-p 0.95, 200 x 8 samples) was 9.6% / 9.1% (arith /
+   arith_steps) after 100 steps, 20.3% / 19.7% after 200, 24.6% / 21.9% after 300: 200 leaves room to learn on both.
 
 SFT runs on one CPU thread [our choice]: float reductions then do not depend on the machine's core count, so
 the weights are bit-identical for the same parameters on any CPU, and for a 0.8M-parameter model one thread is
-also the fastest (about 80 ms per 64-sequence step; two threads on a loaded 2-core machine were 10x slower).
+also the fastest (about 80 ms per 64-sequence arith step; two threads on a loaded 2-core machine were 10x slower).
 `sft_seconds` stops at a wall-clock budget instead of a step count and is therefore not reproducible.
 `cached_tiny_model` (benchctl.models.cache) builds once per
 parameter set for tests.
@@ -30,8 +34,9 @@ from pathlib import Path
 from benchctl.errors import BenchctlError, check_range
 from benchctl.models.chartok import EOS, PAD, char_ids, char_vocab, save_char_tokenizer
 
-BUILDER_VERSION = 2  # bump when the builder's output changes for the same parameters (cache key)
+BUILDER_VERSION = 3  # bump when the builder's output changes for the same parameters (cache key)
 INFO_FILE = "benchctl_tiny.json"
+SFT_TASKS = ("arith", "arith_steps")  # the answer alone, and the same sums with the partial sums shown first
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ class TinyModelConfig:
     """Architecture, seed and SFT budget of the tiny model."""
 
     seed: int = field(default=0, metadata={"help": "torch seed for the initial weights and the SFT data order"})
-    sft_steps: int = field(default=100, metadata={"help": "SFT optimizer steps (0 = random init only)"})
+    sft_steps: int = field(default=200, metadata={"help": "SFT optimizer steps (0 = random init only)"})
     sft_seconds: float | None = field(
         default=None, metadata={"help": "stop SFT after this many seconds instead (not reproducible)"}
     )
@@ -52,7 +57,7 @@ class TinyModelConfig:
     num_kv_heads: int = field(default=2, metadata={"help": "key/value heads (GQA), divides num_heads"})
     intermediate_size: int = field(default=384, metadata={"help": "MLP width"})
     max_position_embeddings: int = field(default=128, metadata={"help": "context length (vLLM max_model_len)"})
-    train_problems: int = field(default=20000, metadata={"help": "distinct arith train problems cycled by SFT"})
+    train_problems: int = field(default=20000, metadata={"help": "train problems of each SFT task cycled by SFT"})
 
     def __post_init__(self) -> None:
         check_range("sft_steps", self.sft_steps, 0)
@@ -90,19 +95,25 @@ def qwen2_config(cfg: TinyModelConfig):
     )
 
 
-def sft_batches(cfg: TinyModelConfig, generator):
-    """Endless (input_ids, labels) batches of arith train problems, padded right; labels -100 on prompt/pad."""
-    import torch
-
+def sft_sequences(cfg: TinyModelConfig) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, completion ids + <eos>) of the SFT_TASKS' train problems, interleaved task by task."""
     from benchctl.tasks import get_task
 
-    task = get_task("arith", split="train", seed=cfg.seed, size=cfg.train_problems)
-    vocab = char_vocab()
+    tasks = [get_task(name, split="train", seed=cfg.seed, size=cfg.train_problems) for name in SFT_TASKS]
+    eos = char_vocab()[EOS]
     seqs = []
-    for problem in task.load():
-        prompt = char_ids(task.prompt_text(problem))
-        answer = char_ids(problem.gold) + [vocab[EOS]]
-        seqs.append((prompt, answer))
+    for problems in zip(*(task.load() for task in tasks)):
+        for task, problem in zip(tasks, problems):
+            seqs.append((char_ids(task.prompt_text(problem)), char_ids(task.reference_completion(problem)) + [eos]))
+    return seqs
+
+
+def sft_batches(cfg: TinyModelConfig, generator):
+    """Endless (input_ids, labels) batches of `sft_sequences`, padded right; labels -100 on prompt/pad."""
+    import torch
+
+    vocab = char_vocab()
+    seqs = sft_sequences(cfg)
     width = max(len(p) + len(a) for p, a in seqs)
     ids = torch.full((len(seqs), width), vocab[PAD], dtype=torch.long)  # (N, T)
     labels = torch.full((len(seqs), width), -100, dtype=torch.long)  # (N, T)
@@ -113,7 +124,8 @@ def sft_batches(cfg: TinyModelConfig, generator):
         order = torch.randperm(len(seqs), generator=generator)
         for start in range(0, len(seqs) - cfg.batch_size + 1, cfg.batch_size):
             rows = order[start : start + cfg.batch_size]
-            yield ids[rows], labels[rows]  # (B, T) each
+            used = int((labels[rows] != -100).nonzero()[:, 1].max()) + 1  # columns past it are padding in every row
+            yield ids[rows, :used], labels[rows, :used]  # (B, T') each
 
 
 def run_sft(model, cfg: TinyModelConfig) -> dict:

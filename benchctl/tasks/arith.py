@@ -1,28 +1,50 @@
-"""`arith`: a deterministic synthetic addition task a tiny char-level model can partly learn.
+"""`arith` and `arith_steps`: deterministic synthetic addition tasks a tiny char-level model can partly learn.
 
 Problem `i` of (seed, split) is drawn from its own `random.Random(f"arith/{split}/{seed}/{i}")`, so problems do not
 depend on `size` or `limit` (a longer list extends a shorter one) and are identical across runs and platforms.
 Level = number of single-digit terms, cycled over [min_terms, max_terms] so levels are balanced [our choice].
-Prompt "3+5+2=", gold "10". Extraction: the last `\\boxed{}` if any, else the leading integer. Grading: exact
-integer match, in-process (no math-verify needed), with the same `Verdict` reasons as the math grader.
-Note: with 2 terms there are only 100 distinct problems, so train and test overlap at level 2 by construction.
+Question "3+5+2=", gold "10". Grading: exact integer match, in-process (no math-verify needed), with the same
+`Verdict` reasons as the math grader.
+
+Splits [our choice]: every question belongs to exactly one split, by a stable hash of its text
+(`split_of`: blake2b-64 of the whitespace-normalised question, `% 5 == 0` -> test, else train), and each stream
+redraws (from its own generator) until the question is of its split. So train and test never share a question, at
+any size, seed or term range, and problem i still depends only on (seed, split, i). Consequence: level 2 has only
+100 distinct questions ("a+b="), 18 of them test and 82 train, so the level-2 quarter of a test stream repeats
+those 18 sums (250 of the 1,000 default test problems); levels 3, 4, 5 draw from 1,000 / 10,000 / 100,000.
+
+`arith` prompts with the question and reads the answer at the start of the completion (the completion *is* the
+answer: no reasoning span, `shows_work = False`). `arith_steps` asks for the work on the same questions (one
+split assignment for both tasks): prompt "3+5+2:", reference completion "8,10=10" (the partial sums, then "=" and
+the final answer), so OAR has a reasoning span (the partial sums) to reshape on the tiny model.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 
 from benchctl.errors import BenchctlError, check_range
 from benchctl.grading.math_extract import last_boxed, leading_integer
 from benchctl.grading.verdict import Verdict
-from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, Task, register_task
+from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, Task, last_box_span, normalise_question, register_task
 
 _INT = re.compile(r"[-+]?\d+")
+_LEADING_INT = re.compile(r"\s*([-+]?\d+)")
+_AFTER_EQUALS = re.compile(r"=\s*([-+]?\d+)")
 SPLITS = ("train", "test")
+TEST_SHARE = 5  # one question in TEST_SHARE (by hash) is a test question
+
+
+def split_of(question: str) -> str:
+    """'test' or 'train': the split a question belongs to, from a stable hash of its normalised text."""
+    digest = hashlib.blake2b(normalise_question(question).encode("utf-8"), digest_size=8).digest()
+    return "test" if int.from_bytes(digest, "big") % TEST_SHARE == 0 else "train"
 
 
 @dataclass(frozen=True)
@@ -33,7 +55,7 @@ class ArithConfig:
     seed: int = field(default=0, metadata={"help": "generator seed; problem i depends only on (seed, split, i)"})
     min_terms: int = field(default=2, metadata={"help": "fewest single-digit terms (lowest level), >= 2"})
     max_terms: int = field(default=5, metadata={"help": "most single-digit terms (highest level), >= min_terms"})
-    split: str = field(default="test", metadata={"help": "'train' or 'test': independent problem streams"})
+    split: str = field(default="test", metadata={"help": "'train' or 'test': disjoint questions (split_of)"})
 
     def __post_init__(self) -> None:
         check_range("size", self.size, 1)
@@ -44,11 +66,14 @@ class ArithConfig:
 
 
 def make_problem(config: ArithConfig, index: int) -> Problem:
-    """Problem number `index` of the stream defined by (config.seed, config.split)."""
+    """Problem number `index` of the stream defined by (config.seed, config.split): redrawn until of that split."""
     rng = random.Random(f"arith/{config.split}/{config.seed}/{index}")
     n_terms = config.min_terms + index % (config.max_terms - config.min_terms + 1)
-    terms = [rng.randint(0, 9) for _ in range(n_terms)]
-    question = "+".join(map(str, terms)) + "="
+    while True:  # ends: every level >= 2 has questions of both splits (18 of the 100 level-2 sums are test)
+        terms = [rng.randint(0, 9) for _ in range(n_terms)]
+        question = "+".join(map(str, terms)) + "="
+        if split_of(question) == config.split:
+            break
     return Problem(f"arith-{config.split}-{config.seed}-{index}", question, str(sum(terms)), {"level": n_terms})
 
 
@@ -59,6 +84,8 @@ class ArithTask(Task):
     kind = "math"
     known_size = 1000
     description = "synthetic single-digit addition, levels = number of terms (seeded, for tiny models)"
+    held_out_task = "arith"  # trained on its train split, evaluated on its test split (disjoint by split_of)
+    shows_work = False  # the completion is the answer
 
     def __init__(self, size: int = 1000, seed: int = 0, min_terms: int = 2, max_terms: int = 5, split: str = "test"):
         self.config = ArithConfig(size, seed, min_terms, max_terms, split)
@@ -74,14 +101,57 @@ class ArithTask(Task):
     def prompt_text(self, problem: Problem) -> str:
         return problem.question
 
+    def reference_completion(self, problem: Problem) -> str:
+        """The completion the tiny model's warm start is taught (benchctl.models.tiny): the answer alone."""
+        return problem.gold
+
     def extract(self, completion: str) -> str | None:
         return last_boxed(completion) if "\\boxed" in completion else leading_integer(completion)
+
+    def answer_span(self, completion: str) -> tuple[int, int] | None:
+        """The last box's contents when there is a box, else the leading integer (what `extract` reads)."""
+        box = last_box_span(completion)
+        if box is not None or "\\boxed" in completion:
+            return box
+        match = _LEADING_INT.match(completion)
+        return match.span(1) if match else None
 
     def grade(
         self, items: Sequence[tuple[Problem, str]], *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT
     ) -> list[Verdict]:
         """Exact integer match, in-process (`workers` and `timeout` are accepted for API symmetry)."""
         return [grade_integer(problem.gold, self.extract(completion)) for problem, completion in items]
+
+
+@register_task("arith_steps")
+class ArithStepsTask(ArithTask):
+    """`arith` with the work shown: "3+5+2:" -> "8,10=10" (partial sums, "=", answer); same questions and splits."""
+
+    description = "synthetic addition with the partial sums written before the answer (OAR testbed for tiny models)"
+    held_out_task = "arith_steps"
+    shows_work = True  # the partial sums are the reasoning span
+
+    def prompt_text(self, problem: Problem) -> str:
+        return problem.question.removesuffix("=") + ":"
+
+    def reference_completion(self, problem: Problem) -> str:
+        terms = [int(t) for t in problem.question.removesuffix("=").split("+")]
+        partial = list(accumulate(terms))[1:]  # (n_terms - 1,) running sums after each addition
+        return ",".join(map(str, partial)) + "=" + problem.gold
+
+    def extract(self, completion: str) -> str | None:
+        """The last box's contents if any, else the integer after the last "=" (None without one)."""
+        span = self.answer_span(completion)
+        return None if span is None else completion[span[0] : span[1]]
+
+    def answer_span(self, completion: str) -> tuple[int, int] | None:
+        box = last_box_span(completion)
+        if box is not None or "\\boxed" in completion:
+            return box
+        last = None
+        for last in _AFTER_EQUALS.finditer(completion):  # noqa: B007 - the last match is wanted
+            pass
+        return last.span(1) if last else None
 
 
 def grade_integer(gold: str, extracted: str | None) -> Verdict:

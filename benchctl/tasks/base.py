@@ -44,6 +44,11 @@ class Task(abc.ABC):
     local_file: ClassVar[str | None] = None  # file name inside a data dir (shared/benchmarks schema)
     description: ClassVar[str] = ""
     known_size: ClassVar[int] = 0  # rows of the default split, for `benchctl tasks` without local data
+    # The default evaluation task when this one is trained on (`benchctl train`); None: --eval-task is required.
+    held_out_task: ClassVar[str | None] = None
+    # Whether completions reason before their final answer (a reasoning span OAR can reshape); False: the
+    # completion is the answer, so token-level estimators reduce to their base and are refused.
+    shows_work: ClassVar[bool] = True
 
     @abc.abstractmethod
     def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
@@ -67,6 +72,19 @@ class Task(abc.ABC):
     ) -> list[Verdict]:
         """One verdict per (problem, completion), in order; never raises for a bad completion."""
 
+    def answer_span(self, completion: str) -> tuple[int, int] | None:
+        """Character range [start, end) of the final answer `extract` reads in `completion`, None without one.
+
+        Default: the last `\\boxed{}`'s contents when there is a box (what the math extraction reads first); else
+        the last occurrence of the extracted text [our choice: math-verify's box-free extraction gives no offsets].
+        """
+        box = last_box_span(completion)
+        if box is not None:
+            return box
+        extracted = self.extract(completion)
+        start = completion.rfind(extracted) if extracted else -1
+        return (start, start + len(extracted)) if start >= 0 else None
+
     def size(self, data_dir: Path | str | None = None) -> int:
         """Rows in the local file when one is found, else the known size of the default split."""
         path = local_path(self.local_file, data_dir)
@@ -74,6 +92,25 @@ class Task(abc.ABC):
             return self.known_size
         with open(path, "rb") as fh:
             return sum(1 for line in fh if line.strip())
+
+
+def normalise_question(text: str) -> str:
+    """Whitespace-normalised question text: a question's identity for splits and overlap checks."""
+    return " ".join(text.split())
+
+
+def last_box_span(text: str) -> tuple[int, int] | None:
+    """Character range of the (stripped) contents of the last valid `\\boxed{}` (or `\\fbox{}`), as `last_boxed`
+    reads them; None when there is no valid box."""
+    from benchctl.grading.math_extract import _boxes_from_end
+
+    for start, _end, content in _boxes_from_end(text):
+        macro = "\\boxed" if text.startswith("\\boxed", start) else "\\fbox"
+        pos = start + len(macro) + (1 if text.startswith("*", start + len(macro)) and macro == "\\boxed" else 0)
+        inner = pos + 1  # after "{" or the space of `\\boxed 5`
+        first = text.index(content, inner)  # the stripped contents begin at the first non-space character
+        return first, first + len(content)
+    return None
 
 
 def resolve_data_dir(data_dir: Path | str | None) -> Path | None:

@@ -161,3 +161,6 @@ class MathTrain(MathTask):
     description = "Hendrycks MATH train split, 7500 (for RL training; filter meta['level'] >= 3 for 'level 3-5')"
     hub = _hub("EleutherAI/hendrycks_math", "train", sources.map_hendrycks, HENDRYCKS_CONFIGS)
     local_file, known_size = "math_train.jsonl", 7500
+    # MATH-500 is drawn from MATH's test split: no question in common with the 7,500 train problems (checked on the
+    # complete files and the fixture: tests/tasks/test_overlap.py)
+    held_out_task = "math500"

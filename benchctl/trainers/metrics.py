@@ -42,6 +42,11 @@ def response_metrics(num_tokens: np.ndarray, truncated: np.ndarray) -> dict[str,
     }
 
 
+TOKEN_DIAGNOSTICS = ("reshaped_frac", "no_span_frac")  # Estimator.token_advantages' (OAR's token reshaping)
+
+
 def estimator_metrics(diagnostics: dict[str, float]) -> dict[str, float]:
-    """The estimator's own diagnostics under est/ (HA-DW anchor, AVSPO tau and K, A-GRAE omega, ...)."""
-    return {f"est/{k}": float(v) for k, v in diagnostics.items()}
+    """The estimator's own diagnostics under est/ (HA-DW anchor, AVSPO tau and K, A-GRAE omega, ...); those of the
+    token reshaping (spec §7) under oar/: `oar/reshaped_frac`, rows whose token weights are not all 1, and
+    `oar/no_span_frac`, rows without reasoning span (no answer found, or nothing before it)."""
+    return {f"{'oar' if k in TOKEN_DIAGNOSTICS else 'est'}/{k}": float(v) for k, v in diagnostics.items()}

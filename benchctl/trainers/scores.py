@@ -1,13 +1,15 @@
 """OAR importance scores (spec §7; arXiv:2601.07408): what `est.token_scores` asks the trainer to compute.
 
-`phi` of a response = mean log-probability of its answer tokens (the final answer span, located with the task's
-own `extract`). Scores cover the reasoning tokens, the completion tokens before that span:
+`phi` of a response = mean log-probability of its answer tokens: the tokens of the final answer the task's
+extractor reads (`task.answer_span`: the last `\\boxed{}`'s contents when there is a box), found by character
+offsets from prefix decoding (`token_range`, exact also for byte-level tokens that split a multi-byte character).
+Scores cover the reasoning tokens, the completion tokens before that span:
 * "gradient" (`oar_g`): s_t = |<dphi/de_t, e_t>|, gradient x input at the input embedding of token t; one
   backward pass for the whole batch (each row's phi depends on its own embeddings only).
 * "perturbation" (`oar_p`): s_t = max(phi - phi(token t replaced by pad), 0); every (row, token) perturbation
   is one row of a batched no-grad forward.
-[our choice] A completion whose answer is not found in its text (or whose tokens do not decode back to the
-text character for character) has no reasoning span: all its tokens keep weight 1.
+[our choice] A completion without an answer (or whose tokens do not decode back to its text) has no reasoning
+span: all its tokens keep weight 1 (logged as `oar/no_span_frac`).
 """
 
 from __future__ import annotations
@@ -35,23 +37,40 @@ def answer_masks(
 
 
 def _answer_token_span(task, text: str, ids: Sequence[int], tokenizer) -> tuple[int, int] | None:
-    """Token range [first, last) covering the last occurrence of the extracted answer in `text`."""
-    extracted = task.extract(text)
-    if not extracted:
+    """Token range [first, last) of the answer the task's extractor reads (`task.answer_span`: the last box's
+    contents when there is a box), None without one or when `ids` do not decode to `text`."""
+    span = task.answer_span(text)
+    if span is None or span[0] >= span[1]:
         return None
-    start = text.rfind(extracted)
-    if start < 0:
+    return token_range(ids, tokenizer, text, *span)
+
+
+def token_range(ids: Sequence[int], tokenizer, text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Tokens [first, last) whose text overlaps characters [start, end) of `text`; None unless `ids` decode to it.
+
+    Token j covers characters [C(j), L(j + 1)): L(k) = len(decode(ids[:k])), C(k) = the same without a trailing
+    U+FFFD, i.e. the characters completely decoded. A byte-level token holding part of a multi-byte character
+    decodes it as U+FFFD, so it covers that character, as does the token completing it (decoding token by token
+    and concatenating would not give `text` back). Prefixes are decoded from the end back to the span: the cost
+    is (tokens from the span to the end) decodes, small for a final answer.
+    """
+    ids = list(ids)
+    memo: dict[int, str] = {}
+
+    def prefix(k: int) -> str:
+        if k not in memo:
+            memo[k] = tokenizer.decode(ids[:k], skip_special_tokens=True)
+        return memo[k]
+
+    if prefix(len(ids)) != text:
         return None
-    end = start + len(extracted)
-    pieces = [tokenizer.decode([t], skip_special_tokens=True) for t in ids]
-    if "".join(pieces) != text:
-        return None
-    offsets, pos = [], 0
-    for piece in pieces:
-        offsets.append((pos, pos + len(piece)))
-        pos += len(piece)
-    covering = [j for j, (a, b) in enumerate(offsets) if b > start and a < end]
-    return (covering[0], covering[-1] + 1) if covering else None
+    last = len(ids)
+    while last > 0 and len(prefix(last - 1).rstrip("\ufffd")) >= end:  # token last-1 starts at or after `end`
+        last -= 1
+    first = last
+    while first > 0 and len(prefix(first)) > start:  # token first-1 ends after `start`
+        first -= 1
+    return (first, last) if first < last else None
 
 
 def _phi(logp: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:

@@ -67,31 +67,51 @@ class Session:
 
 def train_task(name: str):
     """The training task: a JSON Lines file, or a registered task (its `train` split when it has one)."""
-    import inspect
+    from benchctl.tasks.overlap import training_task
 
-    from benchctl.tasks import get_task
-    from benchctl.tasks.jsonl import JsonlMathTask, is_task_file
-
-    if is_task_file(name):
-        return JsonlMathTask(name)
-    task = get_task(name)
-    if "split" in inspect.signature(type(task).__init__).parameters:
-        return get_task(name, split="train")
-    return task
+    return training_task(name)
 
 
 def eval_task_name(cfg: TrainConfig) -> str | None:
-    """The held-out task (None when evaluation is off); the training task's default (test) split by default."""
+    """The held-out task (None when evaluation is off): `eval_task`, else the training task's `held_out_task`
+    (arith -> arith's test split, math_train -> math500; none for gsm8k or a file: BenchctlError)."""
     from benchctl.tasks import get_task
-    from benchctl.tasks.jsonl import is_task_file
+    from benchctl.tasks.overlap import default_held_out
 
     if not cfg.eval_every:
         return None
-    name = cfg.eval_task or cfg.task
-    if cfg.eval_task is None and is_task_file(cfg.task):
-        raise BenchctlError("--eval-every needs --eval-task NAME when --task is a file (no held-out split)")
-    get_task(name)  # unknown names fail before any work
-    return name
+    if cfg.eval_task is None:
+        return default_held_out(cfg.task)
+    get_task(cfg.eval_task)  # unknown names fail before any work
+    return cfg.eval_task
+
+
+def preflight(cfg: TrainConfig, eval_tasks=(), eval_limit: int | None = None, *, task=None, problems=None) -> None:
+    """The refusals before any work (one BenchctlError line each):
+    * a token-level estimator (`token_scores`, OAR) on a task whose completions are the answer alone
+      (`shows_work` False, e.g. arith): it would equal its base estimator exactly;
+    * an evaluation task sharing questions with the training task, unless `allow_overlap`: the run's own
+      held-out task (`eval_task_name`, first `eval_limit` problems) and `eval_tasks` (first `eval_limit`; the
+      matrix's final evaluation). `task`/`problems`: the training task and problems when already loaded."""
+    from benchctl.tasks.overlap import check_held_out, questions
+
+    task = task if task is not None else train_task(cfg.task)
+    estimator = build_estimator(cfg)
+    if estimator.token_scores is not None and not task.shows_work:
+        raise BenchctlError(
+            f"{estimator.label} reshapes the reasoning tokens before the answer, but {cfg.task!r} completions are "
+            "the answer alone (no reasoning span: it would equal its base exactly); train it on a task that shows "
+            "its work, e.g. --task arith_steps"
+        )
+    own = eval_task_name(cfg)
+    pairs = ([(own, cfg.eval_limit)] if own else []) + [(name, eval_limit) for name in eval_tasks]
+    if not pairs:
+        return
+    train = questions(problems) if problems is not None else None
+    for name, limit in dict.fromkeys(pairs):
+        check_held_out(
+            cfg.task, name, data_dir=cfg.data_dir, limit=limit, allow_overlap=cfg.allow_overlap, train_questions=train
+        )
 
 
 def default_run_dir(cfg: TrainConfig, model_name: str, label: str) -> Path:
@@ -142,6 +162,7 @@ def open_session(cfg: TrainConfig) -> Session:
     eval_name = eval_task_name(cfg)
     task = train_task(cfg.task)
     problems = task.load(cfg.data_dir)
+    preflight(cfg, task=task, problems=problems)  # refusals before the run folder is written
     model_ref = resolve_model(cfg.model)
     run, ckpt = _prepare_run(cfg, estimator, model_ref)
     device = resolve_device(cfg.device)

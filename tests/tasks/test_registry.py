@@ -6,7 +6,19 @@ from benchctl.errors import BenchctlError, UnknownNameError
 from benchctl.tasks import Task, get_task, list_tasks, register_task
 from benchctl.tasks.arith import ArithTask
 
-ALL = ["aime24", "aime25", "amc23", "arith", "gsm8k", "math500", "math_train", "mbpp", "minerva", "olympiadbench"]
+ALL = [
+    "aime24",
+    "aime25",
+    "amc23",
+    "arith",
+    "arith_steps",
+    "gsm8k",
+    "math500",
+    "math_train",
+    "mbpp",
+    "minerva",
+    "olympiadbench",
+]
 
 
 def test_every_builtin_task_is_registered_sorted_by_name():
@@ -16,7 +28,7 @@ def test_every_builtin_task_is_registered_sorted_by_name():
 def test_every_task_declares_kind_description_and_source():
     for task in list_tasks():
         assert task.kind in ("math", "code") and task.description
-        assert (task.hub_id is None) == (task.local_file is None) == (task.name == "arith")
+        assert (task.hub_id is None) == (task.local_file is None) == (task.name in ("arith", "arith_steps"))
 
 
 def test_unknown_task_error_lists_the_valid_names():
