@@ -100,10 +100,11 @@ def _sections(tables: dict, config: ReportConfig) -> list:
     from benchctl.report.stats import __doc__ as stats_doc
 
     method = stats_doc.split("Statistics [our choices, stated in every output]:")[1].split("Why this test")[0]
+    bullets = "".join(f"\n* {' '.join(item.split())}" for item in method.split("\n* ") if item.strip())
     return [
         (
             "pass@k and the paired difference to the baseline",
-            f"Baseline: {config.baseline}. {' '.join(method.split())}",
+            f"Baseline: {config.baseline}. Method (docs/report.md):{bullets}",
             tables["main"],
         ),
         ("run health", render.health_text(tables["runs"], tables["comparisons"]), render.health_view(tables["runs"])),

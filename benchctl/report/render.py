@@ -10,7 +10,7 @@ import math
 import pandas as pd
 
 FIGURE_TITLES = {
-    "passk_curves": "pass@k curves (log k axis, 95% CI band over problems)",
+    "passk_curves": "pass@k curves (log k axis, CI band over seeds and problems)",
     "training_curves": "training curves (mean over runs of an arm, min-max band over seeds)",
     "pass1_vs_rollout_tokens": "pass@1 against rollout tokens (equal-compute comparison)",
     "rliable": "rliable: aggregates with stratified-bootstrap intervals, performance profile",
@@ -202,14 +202,19 @@ def markdown_page(
     return "\n".join(parts)
 
 
+def _td(value) -> str:
+    """One cell; unhealthy runs, too-few-seeds marks, significant differences and long text get a class."""
+    text = _cell(value)
+    kind = "warn" if text.startswith(WARN) else "few" if TOO_FEW in text or text.endswith("(too few)") else ""
+    kind = "sig" if text.endswith(" *") else "text" if len(text) > 40 and not kind else kind
+    return f"<td class='{kind}'>{html.escape(text)}</td>" if kind else f"<td>{html.escape(text)}</td>"
+
+
 def _html_table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "<p><em>(empty)</em></p>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-        for row in frame.itertuples(index=False)
-    )
+    body = "".join("<tr>" + "".join(_td(v) for v in row) + "</tr>" for row in frame.itertuples(index=False))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -217,8 +222,18 @@ _CSS = (
     "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
     "font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
     "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;"
-    "margin:1em 0;border:1px solid #eee}p.note{color:#555;font-size:13px}"
+    "margin:1em 0;border:1px solid #eee}p.note,ul.note{color:#555;font-size:13px}td.warn{background:#fff3cd}"
+    "td.few{color:#777;font-style:italic}td.sig{font-weight:bold}td.text{text-align:left}"
 )
+
+
+def _html_text(text: str) -> str:
+    """A section's text: a paragraph, then its '* ' lines (if any) as a list."""
+    head, *items = text.split("\n* ")
+    out = f"<p class='note'>{html.escape(head)}</p>"
+    if items:
+        out += "<ul class='note'>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+    return out
 
 
 def html_page(
@@ -230,7 +245,7 @@ def html_page(
         f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
     ]
     for heading, text, table in sections:
-        parts.append(f"<h2>{html.escape(heading)}</h2><p class='note'>{html.escape(text)}</p>")
+        parts.append(f"<h2>{html.escape(heading)}</h2>{_html_text(text)}")
         if table is not None:
             parts.append(_html_table(table))
     for name, png in figures.items():

@@ -5,10 +5,12 @@ Statistics [our choices, stated in every output]:
   (arm, task, k) form a problems x seeds matrix X (P, S) of per-problem unbiased pass@k (runs of one seed
   averaged; the problems every seed evaluated).  Seeds and problems are crossed (every seed is evaluated on the
   same problems), so the mean of X has a between-seed and a between-problem variance, and both enter every
-  interval and test: V = var(seed means) / S + var(problem means) / P, referred to Student's t with S - 1
-  degrees of freedom.
-* pass@k of an arm on a task at k: mean of X; CI mean +- t(S-1) sqrt(V), clipped to [0, 1].  With one seed the
-  between-seed variance is unknown: the CI covers the problems only (t with P - 1 df) and the row is marked.
+  interval and test: V = var(seed means) / S + var(problem means) / P (sample variances).
+* pass@k of an arm on a task at k: mean of X; CI mean +- t(df) sqrt(V), clipped to [0, 1], df the
+  Welch-Satterthwaite degrees of freedom of the two components (between S - 1 and S + P - 2: an arm's own
+  pass@k varies mostly with the problems, whose variance is well estimated; this interval makes no claim).
+  With one seed the between-seed variance is unknown: the CI covers the problems only (t with P - 1 df) and the
+  row is marked.
 * difference to the baseline: D = X_arm - X_base on the seeds both arms ran (paired by seed) and the problems
   both evaluated (paired by problem), in the same context (equal values of the group-by columns other than the
   arm).  diff = mean(D), CI diff +- t(S-1) sqrt(V(D)), two-sided p = 2 P(T(S-1) > |diff| / sqrt(V(D))).
@@ -78,9 +80,10 @@ class Estimate:
     df: float  # degrees of freedom of the t reference (S - 1; P - 1 with one seed)
 
 
-def crossed_estimate(values: np.ndarray, confidence: float) -> Estimate:
-    """values (P, S): problems x seeds, crossed.  V = var(seed means)/S + var(problem means)/P, t with S - 1 df
-    (P - 1 and the problem term only when S = 1: the between-seed variance is unknown).  See the module doc."""
+def crossed_estimate(values: np.ndarray, confidence: float, satterthwaite: bool = False) -> Estimate:
+    """values (P, S): problems x seeds, crossed.  V = var(seed means)/S + var(problem means)/P, t with S - 1 df,
+    or Welch-Satterthwaite's df of the two components with `satterthwaite` (P - 1 and the problem term only when
+    S = 1: the between-seed variance is unknown).  See the module doc."""
     values = np.asarray(values, dtype=np.float64)
     n_prob, n_seed = values.shape
     mean = float(values.mean()) if values.size else np.nan
@@ -89,6 +92,8 @@ def crossed_estimate(values: np.ndarray, confidence: float) -> Estimate:
     var_prob = float(prob_means.var(ddof=1)) / n_prob if n_prob > 1 else 0.0
     if n_seed > 1:
         var, df = seed_std**2 / n_seed + var_prob, float(n_seed - 1)
+        if satterthwaite and var > 0 and n_prob > 1:
+            df = var**2 / ((seed_std**2 / n_seed) ** 2 / (n_seed - 1) + var_prob**2 / (n_prob - 1))
     elif n_prob > 1:
         var, df = var_prob, float(n_prob - 1)
     else:
@@ -127,7 +132,7 @@ def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     frame = _with_runs(data, ["arm", "seed"])
     for (arm, task, k), part in frame.groupby(["arm", "eval_task", "k"], sort=True):
         wide = seed_matrix(part)
-        est = crossed_estimate(wide.to_numpy(), config.confidence)
+        est = crossed_estimate(wide.to_numpy(), config.confidence, satterthwaite=True)
         rows.append(
             {
                 "arm": arm,
