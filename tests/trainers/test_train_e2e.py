@@ -34,6 +34,7 @@ FAMILIES = {  # one run per estimator family (base estimators, each modifier fam
     "oar_g": {},
     "oar_p": {},
 }
+TASKS = {"oar_g": "arith_steps", "oar_p": "arith_steps"}  # OAR needs a reasoning span: refused on arith
 ALWAYS_FINITE = (
     "reward/mean",
     "acr/all",
@@ -56,7 +57,13 @@ def _weights(folder):
 def test_every_estimator_family_trains_end_to_end(estimator, tiny_model, tmp_path):
     run = tmp_path / "run"
     cfg = build_config(
-        flag_values={**SMALL, "estimator": estimator, "estimator_params": FAMILIES[estimator], "out": str(run)}
+        flag_values={
+            **SMALL,
+            "task": TASKS.get(estimator, "arith"),
+            "estimator": estimator,
+            "estimator_params": FAMILIES[estimator],
+            "out": str(run),
+        }
     )
     result = train(cfg)
     assert result.steps == 2 and not result.interrupted
