@@ -30,8 +30,10 @@ class ReportConfig:
     tasks: tuple[str, ...] = _f((), "evaluated tasks to report; () -> every task found")
     ks: tuple[int, ...] = _f((), "k values to report; () -> every k the evals hold")
     confidence: float = _f(0.95, "two-sided CI level")
-    alpha: float = _f(0.05, "family-wise error rate for the Holm-corrected comparisons")
-    resamples: int = _f(10000, "bootstrap resamples for CIs and paired comparisons (p-values >= 1/(B+1))")
+    alpha: float = _f(0.05, "family-wise error rate for the Holm-corrected comparisons, and the power analysis's level")
+    resamples: int = _f(
+        10000, "bootstrap resamples where the report bootstraps (pass@k CIs and comparisons are analytic)"
+    )
     rliable_reps: int = _f(1000, "stratified-bootstrap repetitions for the rliable summary")
     seed: int = _f(0, "bootstrap seed")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|default"})
