@@ -38,13 +38,15 @@ class ReportResult:
 
     def rich_tables(self) -> list:
         """The terminal view: the main table, the rliable aggregates and the cost table."""
+        from benchctl.report import render
         from benchctl.report.render import cost_view, rich_table
 
         out = [
             rich_table(
-                self.tables["main"],
+                render.main_view(self.tables["main"]) if not self.tables["main"].empty else self.tables["main"],
                 "pass@k (percent) [CI over seeds and problems]; diff vs baseline, paired by seed and problem; "
-                "* = significant after Holm (only with >= 3 seeds); health of the runs",
+                "* = significant after Holm (only with >= 3 seeds); seeds@80%: seeds for 80% power; run health",
+                wrap=("health",),
             )
         ]
         if not self.tables["rliable"].empty:
@@ -54,6 +56,11 @@ class ReportResult:
                     "rliable over runs x tasks (percent) [stratified bootstrap CI]; P(improvement) over the baseline",
                 )
             )
+        runs = self.tables.get("runs")
+        unhealthy = render.health_view(runs) if runs is not None else pd.DataFrame()
+        if not unhealthy.empty:
+            title = "runs that are not ok (docs/report.md, run health)"
+            out.append(rich_table(unhealthy.drop(columns="path"), title, wrap=("evidence",)))
         cost = self.tables["cost"]
         if not cost.empty:
             out.append(rich_table(cost_view(cost), "cost (means over runs; every phase in cost.parquet)"))

@@ -156,14 +156,21 @@ def _compact(value) -> str:
     return f"{value:.0f}"
 
 
-def rich_table(frame: pd.DataFrame, title: str):
-    """A rich Table of a small frame (every cell as text)."""
+def main_view(main: pd.DataFrame) -> pd.DataFrame:
+    """The terminal's main table: without the problems column, shorter headings (the page has the full one)."""
+    short = {"diff vs baseline [CI]": "diff [CI]", "seeds for 80% power": "seeds@80%"}
+    return main.drop(columns=[c for c in ("problems",) if c in main]).rename(columns=short)
+
+
+def rich_table(frame: pd.DataFrame, title: str, wrap: tuple[str, ...] = ()):
+    """A rich Table of a small frame (every cell as text); the `wrap` columns may wrap, the others are cut."""
     from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=escape(title))
     for col in frame.columns:
-        table.add_column(escape(str(col)), justify="left" if frame[col].dtype == object else "right", no_wrap=True)
+        justify = "left" if frame[col].dtype == object else "right"
+        table.add_column(escape(str(col)), justify=justify, no_wrap=col not in wrap)
     for row in frame.itertuples(index=False):
         table.add_row(*[escape(_cell(v)) for v in row])
     return table
