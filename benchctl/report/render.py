@@ -48,8 +48,16 @@ def _diff_cells(c) -> dict[str, str]:
         "diff vs baseline [CI]": f"{_num(c['diff']):>5}{ci}",
         "seed sd": _num(c["seed_std"]),
         "p (Holm)": p,
-        "seeds for 80% power": "-" if math.isnan(power) else f"{int(power)}",
+        "seeds for 80% power": f"{int(power)}" if not math.isnan(power) else _no_power(c),
     }
+
+
+def _no_power(c) -> str:
+    """'-' where the power analysis is undefined (no seed spread, no difference), '> 100000' where it is huge."""
+    from benchctl.report.stats import MAX_POWER_SEEDS
+
+    defined = c["seed_std"] > 0 and c["diff"] != 0  # False for NaN too
+    return f"> {MAX_POWER_SEEDS}" if defined else "-"
 
 
 def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -64,8 +64,10 @@ def seed_matrix(frame: pd.DataFrame) -> pd.DataFrame:
 MIN_SEEDS = 3  # fewer common seeds: the estimate is shown, marked, and no significance is claimed
 POWER = 0.8
 MAX_POWER_SEEDS = 100_000
-PASSK_COLUMNS = ["arm", "eval_task", "k", "pass_at_k", "low", "high", "seeds", "runs", "seed_std", "too_few_seeds"]
-PASSK_COLUMNS += ["problems"]
+PASSK_COLUMNS = [
+    *("arm", "eval_task", "k", "pass_at_k", "low", "high"),
+    *("seeds", "runs", "seed_std", "too_few_seeds", "problems"),
+]
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ def seeds_for_power(diff: float, seed_std: float, alpha: float, power: float = P
     difference were `diff` and the seeds' standard deviation `seed_std` (TTestPower); >= MIN_SEEDS; NaN when
     undefined (diff or seed_std 0 or NaN) or over MAX_POWER_SEEDS."""
     from statsmodels.stats.power import TTestPower
+    from statsmodels.tools import sm_exceptions  # noqa: F401  (its import sets "always" filters: before ours)
 
     if not (np.isfinite(diff) and np.isfinite(seed_std)) or diff == 0.0 or seed_std == 0.0:
         return np.nan

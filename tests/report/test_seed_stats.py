@@ -1,6 +1,7 @@
 """Seed-level statistics on synthetic runs whose truth is known: the training run is the unit of the test."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
@@ -147,3 +148,13 @@ def test_holm_runs_over_the_comparisons_with_enough_seeds_only(tmp_path):
     _, hand, _, _ = multipletests(cmp.loc[ok, "p_value"], method="holm")
     assert cmp.loc[ok, "p_holm"].to_numpy() == pytest.approx(hand)
     assert cmp.loc[~ok, "p_holm"].isna().all() and ok.sum() == 2
+
+
+def test_power_cell_tells_an_undefined_analysis_from_a_hopeless_one():
+    from benchctl.report.render import _diff_cells
+
+    row = {"low": -0.1, "high": 0.1, "too_few_seeds": False, "seeds": 3, "p_holm": 0.9, "significant": False}
+    tiny = pd.Series({**row, "diff": 1e-4, "seed_std": 0.1, "seeds_for_80pct_power": seeds_for_power(1e-4, 0.1, 0.05)})
+    assert _diff_cells(tiny)["seeds for 80% power"] == "> 100000"
+    flat = pd.Series({**row, "diff": 0.0, "seed_std": 0.1, "seeds_for_80pct_power": seeds_for_power(0.0, 0.1, 0.05)})
+    assert _diff_cells(flat)["seeds for 80% power"] == "-"
