@@ -140,6 +140,7 @@ def _prepare_run(cfg: TrainConfig, estimator, model_ref) -> tuple[Path, int | No
         run=str(run),
         loss_agg_resolved=loss_agg(cfg, estimator),
         max_tokens_resolved=resolved_max_tokens(cfg),
+        eval_task_resolved=eval_task_name(cfg),
         lr_resolved=resolved_lr(cfg),
     )
     ckpt = train_run.latest_checkpoint_step(run) if cfg.resume else None

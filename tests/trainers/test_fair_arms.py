@@ -16,7 +16,7 @@ from benchctl.matrix.runner import check_cells, run_matrix
 from benchctl.matrix.spec import parse_matrix
 from benchctl.trainers import build_config
 from benchctl.trainers.config import build_estimator
-from benchctl.trainers.session import _prepare_run, preflight
+from benchctl.trainers.session import _prepare_run, eval_task_name, preflight
 
 runner = CliRunner()
 
@@ -57,6 +57,14 @@ def test_allow_overlap_lets_the_pair_through_and_is_recorded_in_config_json(monk
     run, _ = _prepare_run(cfg, build_estimator(cfg), SimpleNamespace(name="tiny", path="unused"))
     record = json.loads((run / "config.json").read_text())["config"]  # what the trainer writes into the run
     assert record["allow_overlap"] == {"value": True, "source": "flag"}
+    assert record["eval_task_resolved"]["value"] == "gsm8k"
+
+
+@pytest.mark.parametrize(
+    "task, held_out", [("arith", "arith"), ("arith_steps", "arith_steps"), ("math_train", "math500")]
+)
+def test_the_default_eval_task_is_the_held_out_one(task, held_out):
+    assert eval_task_name(build_config(flag_values={"task": task, "eval_every": 5})) == held_out
 
 
 @pytest.mark.parametrize("estimator", ["oar_g", "oar_p"])
