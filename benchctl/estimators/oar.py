@@ -4,6 +4,10 @@ The sequence-level advantage is the base advantage unchanged; the trainer suppli
 scores (gradient x input for `oar_g`, counterfactual perturbation for `oar_p`) and calls
 `Estimator.token_advantages`, which applies `reshape_token_weights`.
 
+Where there is nothing to reshape OAR is GRPO exactly: `benchctl train` / `matrix run` refuse it on a task whose
+completions are the answer alone (`Task.shows_work` False, e.g. arith; `arith_steps` is the tiny-model testbed), and
+each step logs `oar/reshaped_frac` (rows whose weights are not all 1) and `oar/no_span_frac` (rows without span).
+
 Deviations from the released code (a fragment): [our choice] q=0.5, beta=0.5, floor=0.1 (not recoverable);
 quantile = numpy's linear interpolation over the reasoning tokens; mass preservation (sum_to_L) always on.
 """

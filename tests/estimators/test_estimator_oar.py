@@ -101,3 +101,18 @@ def test_token_reshaping_works_under_a_stacked_modifier():
     assert est.token_scores == "gradient"
     w = est.token_advantages(np.ones(1), np.array([[0.0, 1.0, 4.0]]), np.ones((1, 3)))
     np.testing.assert_allclose(w, reshape_token_weights(np.array([[0.0, 1.0, 4.0]])))
+
+
+def test_reshaped_and_no_span_fractions_are_this_steps_diagnostics_under_oar():
+    from benchctl.trainers.metrics import estimator_metrics
+
+    est = get_estimator("oar_g")
+    est.advantages(np.array([[1.0, 0.0, 1.0, 0.0]]))
+    scores = np.array([[1.0, 3.0, 0.0], [2.0, 2.0, 0.0], [5.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # (N, T)
+    mask = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 0], [0, 0, 0]], dtype=bool)  # row 1 flat, rows 2-3 no span
+    est.token_advantages(np.ones(4), scores, mask)
+    row = estimator_metrics(est.diagnostics())
+    assert row["oar/reshaped_frac"] == 0.25 and row["oar/no_span_frac"] == 0.5  # only row 0's weights move
+    assert "est/reshaped_frac" not in row and "est/acr" in row
+    est.advantages(np.array([[1.0, 0.0]]))  # a new step forgets the last step's token diagnostics
+    assert "reshaped_frac" not in est.diagnostics()
