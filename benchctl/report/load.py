@@ -143,6 +143,17 @@ def _read_run(row, config: ReportConfig, notes: list[str]):
     return (str(folder) if folder else None), problems, metrics, curve
 
 
+def _health(row: dict, problems: list[pd.DataFrame], metrics: pd.DataFrame | None, curve: list[dict]):
+    """The run's Health (benchctl.report.health) from what _read_run returned."""
+    final = None
+    if problems:
+        final = pd.concat(problems).groupby(["eval_task", "k"], as_index=False)["value"].mean()
+        final = final.rename(columns={"value": "pass@k"})
+    task = row.get("task") if isinstance(row.get("task"), str) else None
+    m = metrics.drop(columns="run_id") if metrics is not None else None
+    return classify(m, pd.DataFrame(curve), final=final, task=task)
+
+
 def load_report_data(config: ReportConfig) -> ReportData:
     """Find, filter and read every run; BenchctlError when nothing reportable is left."""
     runs = _runs_frame(config)
@@ -159,7 +170,7 @@ def load_report_data(config: ReportConfig) -> ReportData:
         problems += p
         metrics += [m] if m is not None else []
         curve += c
-        health.append(classify(m.drop(columns="run_id") if m is not None else None, pd.DataFrame(c)))
+        health.append(_health(row, p, m, c))
     runs["eval"] = folders
     runs["health"] = [h.state for h in health]
     runs["health_evidence"] = [h.evidence for h in health]

@@ -58,6 +58,18 @@ def test_training_reward_falling_under_a_quarter_of_its_start_is_collapsed():
     assert health.state == "collapsed" and "reward/mean 0.3 (step 1-4) -> 0 (step 37-40)" in health.evidence
 
 
+def test_solving_no_held_out_problem_of_the_training_task_after_a_nonzero_start_is_collapsed():
+    final = pd.DataFrame({"eval_task": ["arith", "arith"], "k": [1, 16], "pass@k": [0.0, 0.0]})
+    health = classify(_metrics(), final=final, task="arith")
+    assert health.state == "collapsed"
+    assert "held-out pass@16 on arith = 0 in the evaluation reported (no problem solved)" in health.evidence
+    assert "reward/mean started at 0.308 (step 1-3)" in health.evidence  # mean of linspace(0.3, 0.6, 40)[:3]
+    assert classify(_metrics(), final=final, task="gsm8k").state == "ok"  # another task may just be too hard
+    assert classify(_metrics(reward__mean=np.zeros(STEPS)), final=final, task="arith").state == "ok"  # never solved
+    some = final.assign(**{"pass@k": [0.0, 0.05]})  # pass@1 rounds to 0 but pass@16 does not: alive
+    assert classify(_metrics(), final=some, task="arith").state == "ok"
+
+
 def test_nan_loss_at_a_trained_step_is_diverged():
     loss = np.full(STEPS, -0.01)
     loss[25:] = np.nan
@@ -131,6 +143,7 @@ def test_report_marks_comparisons_whose_arm_has_a_collapsed_run(tmp_path):
     assert runs.loc[("avspo", 1), "health"] == "collapsed"
     assert "reward/mean 0.5 (step 1-3) -> 0 (step 10-12)" in runs.loc[("avspo", 1), "health_evidence"]
     assert "stalled: no informative group in the last 3 steps (10-12)" in runs.loc[("avspo", 1), "health_evidence"]
+    assert "held-out pass@4 on arith = 0" in runs.loc[("avspo", 1), "health_evidence"]
     assert (runs.drop(index=("avspo", 1))["health"] == "ok").all()
     cmp = pd.read_parquet(out / "comparisons.parquet")
     assert cmp["unhealthy"].all() and set(cmp["arm_health"]) == {"collapsed: seed 1"}
