@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 
 import pandas as pd
 
@@ -243,11 +244,11 @@ _CSS = (
 
 
 def _html_text(text: str) -> str:
-    """A section's text: a paragraph, then its '* ' lines (if any) as a list."""
-    head, *items = text.split("\n* ")
-    out = f"<p class='note'>{html.escape(head)}</p>"
+    """A section's text: a paragraph, then its '* ' lines (if any) as a list; `code` spans as <code>."""
+    head, *items = [re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(t)) for t in text.split("\n* ")]
+    out = f"<p class='note'>{head}</p>"
     if items:
-        out += "<ul class='note'>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+        out += "<ul class='note'>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
     return out
 
 
