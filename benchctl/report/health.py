@@ -13,9 +13,9 @@ States and thresholds [our choices; the defaults of `Thresholds`]:
   or under 0.001 nats per token; or the training `reward/mean` at the end (mean over the last 10% of the steps)
   under a quarter of its start (mean over the first 10%) [our addition: it needs no periodic evaluation, which
   matrix cells usually lack]; or the evaluation the report uses solves no held-out problem of the training task
-  at its largest k (pass@16 = 0) although the training reward started above 0 [our addition, for the same
-  reason].  The end and start windows hold at least 3 steps (`MIN_EDGE`): runs with fewer
-  than 6 logged values of a metric are not judged on it.
+  (or of its designated held-out task, `eval_task_resolved`) at its largest k (pass@16 = 0) although the
+  training reward started above 0 [our addition, for the same reason].  The end and start windows hold at
+  least 3 steps (`MIN_EDGE`): runs with fewer than 6 logged values of a metric are not judged on it.
 * stalled: no informative group in the last quarter of the steps (at least 2): every step there has
   `acr/all` == 1 (every group all right or all wrong) or `update/rows_trained` == 0.
 A run with findings of several states is labelled by the first of diverged, collapsed, stalled; the evidence
@@ -166,23 +166,25 @@ def _heldout_collapse(evals: pd.DataFrame, t: Thresholds) -> list[str]:
     return out
 
 
-def _nothing_solved(m: pd.DataFrame, final: pd.DataFrame | None, task: str | None) -> list[str]:
-    """The evaluation the report uses solves no held-out problem of the training task at its largest k, although
-    the run's training reward started above 0 (the same distribution: the model could solve some at first)."""
-    if final is None or final.empty or task is None or "reward/mean" not in m:
+def _nothing_solved(m: pd.DataFrame, final: pd.DataFrame | None, tasks: tuple[str, ...]) -> list[str]:
+    """The evaluation the report uses solves no held-out problem of the training task (`tasks`: its name and its
+    designated held-out task) at its largest k, although the run's training reward started above 0 (the same
+    distribution: the model could solve some at first)."""
+    if final is None or final.empty or not tasks or "reward/mean" not in m:
         return []
+    out = []
     head = m[np.isfinite(m["reward/mean"].to_numpy(dtype=np.float64))].iloc[:MIN_EDGE]  # the first steps
-    mine = final[final["eval_task"] == task]
-    if mine.empty or head.empty or head["reward/mean"].mean() <= 0:
-        return []
-    top = mine.loc[mine["k"].idxmax()]
-    if top["pass@k"] > 0:
+    if head.empty or head["reward/mean"].mean() <= 0:
         return []
     steps = f"step {int(head['step'].iloc[0])}-{int(head['step'].iloc[-1])}"
-    return [
-        f"held-out pass@{int(top['k'])} on {task} = 0 in the evaluation reported (no problem solved), while "
-        f"reward/mean started at {_g(head['reward/mean'].mean())} ({steps})"
-    ]
+    for task, mine in final[final["eval_task"].isin(tasks)].groupby("eval_task"):
+        top = mine.loc[mine["k"].idxmax()]
+        if top["pass@k"] <= 0:
+            out.append(
+                f"held-out pass@{int(top['k'])} on {task} = 0 in the evaluation reported (no problem solved), while "
+                f"reward/mean started at {_g(head['reward/mean'].mean())} ({steps})"
+            )
+    return out
 
 
 def classify(
@@ -190,16 +192,17 @@ def classify(
     evals: pd.DataFrame | None = None,
     thresholds: Thresholds = Thresholds(),
     final: pd.DataFrame | None = None,
-    task: str | None = None,
+    tasks: tuple[str, ...] = (),
 ) -> Health:
     """One run's Health from its train_metrics frame (`step` + metric columns; None for a plain eval), its
     held-out evaluations (`step`, `eval_task`, `pass@1`; step -1 for a plain eval), the evaluation the report
-    uses (`final`: `eval_task`, `k`, `pass@k` means over problems) and the run's training task."""
+    uses (`final`: `eval_task`, `k`, `pass@k` means over problems) and the run's training task with its held-out
+    counterpart (`tasks`: config `task` and `eval_task_resolved`)."""
     t, found = thresholds, {state: [] for state in STATES[1:]}
     if metrics is not None and len(metrics):
         m = metrics.sort_values("step", kind="stable").reset_index(drop=True)
         found["diverged"] = _nonfinite(m) + _grad_blowup(m, t)
-        found["collapsed"] = _nothing_solved(m, final, task) + _reward_collapse(m, t) + _entropy_collapse(m, t)
+        found["collapsed"] = _nothing_solved(m, final, tasks) + _reward_collapse(m, t) + _entropy_collapse(m, t)
         found["stalled"] = _stall(m, t)
     found["collapsed"] = _heldout_collapse(evals, t) + found["collapsed"]
     state = next((s for s in STATES[1:] if found[s]), "ok")

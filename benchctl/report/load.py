@@ -149,9 +149,9 @@ def _health(row: dict, problems: list[pd.DataFrame], metrics: pd.DataFrame | Non
     if problems:
         final = pd.concat(problems).groupby(["eval_task", "k"], as_index=False)["value"].mean()
         final = final.rename(columns={"value": "pass@k"})
-    task = row.get("task") if isinstance(row.get("task"), str) else None
+    tasks = tuple(row[c] for c in ("task", "eval_task_resolved") if isinstance(row.get(c), str))
     m = metrics.drop(columns="run_id") if metrics is not None else None
-    return classify(m, pd.DataFrame(curve), final=final, task=task)
+    return classify(m, pd.DataFrame(curve), final=final, tasks=tasks)
 
 
 def load_report_data(config: ReportConfig) -> ReportData:

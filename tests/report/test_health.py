@@ -60,14 +60,17 @@ def test_training_reward_falling_under_a_quarter_of_its_start_is_collapsed():
 
 def test_solving_no_held_out_problem_of_the_training_task_after_a_nonzero_start_is_collapsed():
     final = pd.DataFrame({"eval_task": ["arith", "arith"], "k": [1, 16], "pass@k": [0.0, 0.0]})
-    health = classify(_metrics(), final=final, task="arith")
+    health = classify(_metrics(), final=final, tasks=("arith",))
     assert health.state == "collapsed"
     assert "held-out pass@16 on arith = 0 in the evaluation reported (no problem solved)" in health.evidence
     assert "reward/mean started at 0.308 (step 1-3)" in health.evidence  # mean of linspace(0.3, 0.6, 40)[:3]
-    assert classify(_metrics(), final=final, task="gsm8k").state == "ok"  # another task may just be too hard
-    assert classify(_metrics(reward__mean=np.zeros(STEPS)), final=final, task="arith").state == "ok"  # never solved
+    other = classify(_metrics(), final=final, tasks=("math_train", "math500"))
+    assert other.state == "ok"  # arith is not this run's task: it may just be too hard
+    math = final.assign(eval_task="math500")  # the designated held-out task of math_train: same distribution
+    assert classify(_metrics(), final=math, tasks=("math_train", "math500")).state == "collapsed"
+    assert classify(_metrics(reward__mean=np.zeros(STEPS)), final=final, tasks=("arith",)).state == "ok"  # never solved
     some = final.assign(**{"pass@k": [0.0, 0.05]})  # pass@1 rounds to 0 but pass@16 does not: alive
-    assert classify(_metrics(), final=some, task="arith").state == "ok"
+    assert classify(_metrics(), final=some, tasks=("arith",)).state == "ok"
 
 
 def test_nan_loss_at_a_trained_step_is_diverged():
