@@ -111,7 +111,7 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
         s.max_tokens = 12
         sums: dict = {}
         rows, active = torch.arange(12), torch.ones(12, dtype=torch.bool)
-        loop._minibatch_step(s, batch, rows, active, adv, nondeg, old, None, torch.zeros_like(batch.mask), True, sums)
+        loop._minibatch_step(s, batch, rows, active, adv, nondeg, old, None, sums)
         results.append((sums, torch.cat([p.grad.flatten() for p in model.parameters()])))
     (one, grad_one), (split, grad_split) = results
     assert set(one) == set(split)
@@ -120,3 +120,21 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
     assert 0 < one["policy/clip_low"] + one["policy/clip_high"] < 1
     torch.testing.assert_close(grad_split, grad_one, atol=1e-6, rtol=1e-4)
     assert grad_one.abs().sum() > 0
+
+
+def test_entropy_and_gap_measurement_is_the_same_in_buckets_or_one_forward(tiny_model, monkeypatch):
+    from benchctl.trainers.policy import load_policy
+    from benchctl.trainers.runtime import PhaseTimer
+
+    batch = _random_batch(6, rows=12, group=3)
+    engine_lp = torch.randn(batch.mask.shape) * 0.1 - 2.0
+    model = load_policy(str(tiny_model), "cpu")
+    s = SimpleNamespace(cfg=SimpleNamespace(temperature=1.0, group_size=3), model=model)
+    measured = []
+    for split in (False, True):
+        buckets = (lambda b: length_buckets(b, overhead=0)) if split else (lambda b: [torch.arange(b.tokens.shape[0])])
+        monkeypatch.setattr(loop, "length_buckets", buckets)
+        measured.append(loop.measure(s, batch, engine_lp, PhaseTimer()))
+    for key, value in measured[0].items():
+        assert measured[1][key] == pytest.approx(value, rel=1e-5), key
+    assert measured[0]["policy/entropy"] > 0 and measured[0]["logprob/engine_gap"] > 0
