@@ -156,3 +156,24 @@ def test_micro_batch_losses_add_up_to_the_mini_batch_loss_and_gradient(tiny_mode
     assert total == pytest.approx(float(whole), rel=1e-5, abs=1e-7)
     for got, ref in zip(_grads(model), want):
         torch.testing.assert_close(got, ref, atol=1e-6, rtol=1e-4)
+
+
+def test_chunked_path_under_bf16_autocast_recomputes_in_bf16_and_stays_near_fp32(tiny_model):
+    """The checkpointed chunks recompute under the forward's autocast state: the backward runs and the values
+    stay within bf16 rounding of the fp32 path."""
+    from benchctl.trainers.policy import compute_context
+
+    model = load_policy(str(tiny_model), "cpu")
+    batch = _random_batch(6, rows=8, group=4)
+    weight = lm_head_weight(model)
+    with torch.no_grad():
+        fp32, _ = chunked_logprobs_entropy(completion_hidden(model, batch), weight, batch.tokens, 1.0, 9)
+    model.zero_grad()
+    with compute_context(torch.bfloat16, "cpu"):
+        hidden = completion_hidden(model, batch)
+        lp, ent = chunked_logprobs_entropy(hidden, weight, batch.tokens, 1.0, chunk_tokens=9)
+    assert lp.dtype == torch.float32  # the head GEMM ran in bf16 (gap below), the log-softmax in fp32
+    ((lp + 0.1 * ent) * batch.mask).sum().backward()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters())
+    gap = ((lp.detach() - fp32).abs() * batch.mask).max()
+    assert 0.0 < float(gap) < 0.1
