@@ -18,11 +18,12 @@ A claims file (YAML) lists what papers report, in terms the report can check:
         margin: 0.0                               # non-inferiority margin (at_least / at_most)
         testbed: null                             # a reason when the embedded testbed cannot express the claim
 
-Statistics [our choice]: the training run is the unit. Each run gives one value (its mean pass@k over the held-out
-problems, or the mean of a training metric over its steps); the arm's and the baseline's runs are paired by seed
-(same data order and sampling seeds), and the effect is the mean of the per-seed differences with a Student-t
-interval over them (`scipy.stats.ttest_1samp(...).confidence_interval`) -- a paired test over per-seed means. For a
-relative effect the interval is a percentile bootstrap over seeds. Fewer than 3 paired seeds: no verdict.
+Statistics [our choice]: the training run is the unit, as in the report's comparisons. The arm's and the
+baseline's runs are paired by seed (same data order and sampling seeds) and, for pass@k, by held-out problem; the
+effect is the mean difference and its interval the report's seed-level one (`benchctl.report.stats.
+crossed_estimate`: between-seed plus between-problem variance, t with seeds - 1 degrees of freedom; a training
+metric, e.g. acr/all, is one mean per run, so only the seed term remains). For a relative effect (mean(arm) /
+mean(baseline) - 1) the interval is a percentile bootstrap over seeds. Fewer than 3 paired seeds: no verdict.
 Verdicts: `greater` holds when the interval's low end is above 0, does not hold when its high end is at or below 0;
 `at_least` holds when the low end is above -margin, does not hold when the high end is below -margin (mirrored for
 `less` / `at_most`); otherwise (or with too few seeds) `inconclusive`.
@@ -155,49 +156,47 @@ def _select(runs: pd.DataFrame, label: str, where: Mapping[str, Any]) -> pd.Data
     return runs[keep]
 
 
-def run_values(data, claim: Claim) -> tuple[pd.Series, pd.Series, str | None]:
-    """Per-seed values of the arm and the baseline (runs of one seed averaged), or a reason why there are none."""
-    runs = data.runs
+def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
+    """Values of the arm and of the baseline as units x seeds frames (runs of one seed averaged): problems x seeds
+    of per-problem pass@k, or one row of per-run training-metric means; or a reason why there are none."""
+    runs, empty = data.runs, pd.DataFrame()
     arm, base = _select(runs, claim.arm, claim.arm_where), _select(runs, claim.baseline, claim.baseline_where)
     if arm.empty or base.empty:
         missing = claim.arm if arm.empty else claim.baseline
-        return pd.Series(dtype=float), pd.Series(dtype=float), f"no finished run of {missing!r} matches the claim"
+        return empty, empty, f"no finished run of {missing!r} matches the claim"
     if claim.metric == "pass@k":
         frame = data.problems[data.problems["k"] == claim.k]
         tasks = sorted(frame["eval_task"].unique())
         task = claim.eval_task or (tasks[0] if len(tasks) == 1 else None)
         if task is None or task not in tasks:
-            return pd.Series(dtype=float), pd.Series(dtype=float), f"pass@{claim.k} on eval task {task!r}: not found"
-        per_run = frame[frame["eval_task"] == task].groupby("run_id")["value"].mean()
+            return empty, empty, f"pass@{claim.k} on eval task {task!r}: not found"
+        values = frame[frame["eval_task"] == task][["run_id", "problem_id", "value"]]
     else:
         if claim.metric not in data.metrics:
-            return pd.Series(dtype=float), pd.Series(dtype=float), f"training metric {claim.metric!r} not logged"
-        per_run = data.metrics.groupby("run_id")[claim.metric].mean()
+            return empty, empty, f"training metric {claim.metric!r} not logged"
+        values = data.metrics.groupby("run_id")[claim.metric].mean().rename("value").reset_index()
+        values["problem_id"] = "run"
 
-    def by_seed(rows: pd.DataFrame) -> pd.Series:
-        values = rows.assign(value=rows["run_id"].map(per_run)).dropna(subset=["value"])
-        return values.groupby("seed")["value"].mean()
+    def wide(rows: pd.DataFrame) -> pd.DataFrame:
+        joined = values.merge(rows[["run_id", "seed"]], on="run_id").dropna(subset=["value"])
+        return joined.pivot_table(index="problem_id", columns="seed", values="value", aggfunc="mean")
 
-    return by_seed(arm), by_seed(base), None
+    return wide(arm), wide(base), None
 
 
-def seed_effect(arm: pd.Series, base: pd.Series, relative: bool, confidence: float = 0.95, seed: int = 0):
-    """(effect, low, high, paired seeds) from per-seed values paired by seed (see the module docstring)."""
-    from scipy import stats
+def seed_effect(arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidence: float = 0.95, seed: int = 0):
+    """(effect, low, high, paired seeds) from units x seeds values paired by seed and unit (module docstring)."""
+    from benchctl.report.stats import crossed_estimate
 
-    seeds = sorted(set(arm.index) & set(base.index))
-    a, b = arm.loc[seeds].to_numpy(float), base.loc[seeds].to_numpy(float)
+    seeds = sorted(set(arm.columns) & set(base.columns))
     if not seeds:
         return np.nan, np.nan, np.nan, 0
+    both = arm[seeds].join(base[seeds], how="inner", lsuffix="_arm", rsuffix="_base").dropna()
+    a, b = both.iloc[:, : len(seeds)].to_numpy(float), both.iloc[:, len(seeds) :].to_numpy(float)
     if not relative:
-        d = a - b
-        effect = float(d.mean())
-        if len(d) < 2:
-            return effect, np.nan, np.nan, len(d)
-        if np.allclose(d, d[0]):
-            return effect, effect, effect, len(d)
-        ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
-        return effect, float(ci.low), float(ci.high), len(d)
+        est = crossed_estimate(a - b, confidence)
+        return est.mean, est.low, est.high, len(seeds)
+    a, b = a.mean(axis=0), b.mean(axis=0)  # per-seed means
     effect = float(a.mean() / b.mean() - 1) if b.mean() else np.nan
     if len(seeds) < 2:
         return effect, np.nan, np.nan, len(seeds)
