@@ -175,5 +175,6 @@ def test_chunked_path_under_bf16_autocast_recomputes_in_bf16_and_stays_near_fp32
     assert lp.dtype == torch.float32  # the head GEMM ran in bf16 (gap below), the log-softmax in fp32
     ((lp + 0.1 * ent) * batch.mask).sum().backward()
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in model.parameters())
-    gap = ((lp.detach() - fp32).abs() * batch.mask).max()
-    assert 0.0 < float(gap) < 0.1
+    gap = (lp.detach() - fp32).abs() * batch.mask
+    assert 0.0 < float(gap.max()) < 0.25  # bf16 logits: ~3 significant digits
+    assert float(gap.sum() / batch.mask.sum()) < 0.02

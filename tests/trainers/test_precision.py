@@ -117,4 +117,4 @@ def test_autocast_bf16_log_probs_are_close_to_fp32_on_the_tiny_model(tiny_model)
             bf16 = gather_logprobs(completion_logits(model, batch, 1.0), batch.tokens) * batch.mask
     gap = (bf16 - fp32).abs()
     assert float(gap.max()) > 0.0  # autocast did run in bf16
-    assert float(gap.max()) < 0.1 and float(gap.sum() / batch.mask.sum()) < 0.02
+    assert float(gap.max()) < 0.25 and float(gap.sum() / batch.mask.sum()) < 0.02  # bf16: ~3 significant digits
