@@ -455,3 +455,23 @@ def token_budget_split(batch: Batch, micro_batch_tokens: int, overhead: int = BU
             widest_p, widest_c = p, c
         out.append(bucket[start:])
     return out
+
+
+def chunked_sequence_logprobs(
+    model, batch: Batch, temperature: float, micro_batch_tokens: int = 16384, chunk_tokens: int = 1024
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`sequence_logprobs` with bounded memory, and the entropies: token log-probs and entropies (N, T) without
+    gradient, 0 on padding, the rows in `token_budget_split` micro-batches and the vocabulary in `chunk_tokens`
+    chunks, so no (rows x T x V) logits exist (`sequence_logprobs` forwards up to 256 rows' full logits)."""
+    logp = batch.mask.new_zeros(batch.mask.shape)  # (N, T)
+    entropy = batch.mask.new_zeros(batch.mask.shape)  # (N, T)
+    with torch.no_grad():
+        weight = lm_head_weight(model)
+        for index in token_budget_split(batch, micro_batch_tokens):
+            piece = batch.rows(index).trim()
+            width = piece.tokens.shape[1]
+            lp, ent = chunked_logprobs_entropy(
+                completion_hidden(model, piece), weight, piece.tokens, temperature, chunk_tokens
+            )
+            logp[index, :width], entropy[index, :width] = lp, ent
+    return logp * batch.mask, entropy * batch.mask

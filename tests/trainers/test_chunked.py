@@ -178,3 +178,17 @@ def test_chunked_path_under_bf16_autocast_recomputes_in_bf16_and_stays_near_fp32
     gap = (lp.detach() - fp32).abs() * batch.mask
     assert 0.0 < float(gap.max()) < 0.25  # bf16 logits: ~3 significant digits
     assert float(gap.sum() / batch.mask.sum()) < 0.02
+
+
+@pytest.mark.parametrize("budget,chunk", [(30, 5), (10_000, 1024)])
+def test_chunked_sequence_logprobs_equal_sequence_logprobs(tiny_model, budget, chunk):
+    from benchctl.trainers.policy import chunked_sequence_logprobs, sequence_logprobs
+
+    model = load_policy(str(tiny_model), "cpu").eval()
+    batch = _random_batch(8, rows=10, group=2)
+    logp, entropy = chunked_sequence_logprobs(model, batch, 0.7, micro_batch_tokens=budget, chunk_tokens=chunk)
+    torch.testing.assert_close(logp, sequence_logprobs(model, batch, 0.7), atol=1e-5, rtol=1e-5)
+    with torch.no_grad():
+        full = token_entropy(completion_logits(model, batch, 0.7)) * batch.mask
+    torch.testing.assert_close(entropy, full, atol=1e-4, rtol=1e-4)
+    assert not logp.requires_grad
