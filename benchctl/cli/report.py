@@ -48,6 +48,9 @@ def report_command(
     ] = 10000,
     rliable_reps: Annotated[int, typer.Option("--rliable-reps", help="rliable stratified-bootstrap reps.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    claims: Annotated[
+        str | None, typer.Option("--claims", help="Claims file (YAML): test papers' claims, write claims.parquet.")
+    ] = None,
 ):
     """Who beats the baseline, on which task, at which k, by how much (seed-level paired test, Holm; fewer than 3
     seeds: no claim), at what cost, and whether each run was healthy.  Method: docs/report.md."""

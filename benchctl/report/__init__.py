@@ -6,7 +6,8 @@ through the storage layer (`benchctl.results`), computes the numbers (`stats`, `
 
     OUT/report.md, OUT/report.html (self-contained, plots inline), OUT/plots/<name>.png
     OUT/runs.parquet, passk.parquet, comparisons.parquet, aggregates.parquet, improvement.parquet,
-    OUT/cost.parquet, training.parquet, eval_curve.parquet      (schemas: README, "What `benchctl report` writes")
+    OUT/cost.parquet, training.parquet, eval_curve.parquet      (schemas: docs/report.md)
+    OUT/compute_fits.parquet, compute_comparisons.parquet      (ScaleRL fits, `compute`), claims.parquet (--claims)
 """
 
 from __future__ import annotations
@@ -75,12 +76,16 @@ def _training_table(data: ReportData) -> pd.DataFrame:
     return long.groupby(["arm", "metric", "step"])["value"].agg(["mean", "min", "max", "count"]).reset_index()
 
 
-def _compute(data: ReportData, config: ReportConfig) -> tuple[dict[str, pd.DataFrame], dict[str, bytes]]:
-    from benchctl.report import plots, render, rl, stats
+def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[dict, dict[str, bytes]]:
+    from benchctl.report import claims, compute, plots, render, rl, stats
 
     passk = stats.passk_table(data, config)
     comparisons = stats.comparisons_table(data, config)
-    summary = rl.rliable_summary(data, stats.baseline_pairs(data, config.baseline), config)
+    pairs = stats.baseline_pairs(data, config.baseline)
+    summary = rl.rliable_summary(data, pairs, config)
+    points = compute.curve_points(data.eval_curve, data.runs)
+    fits, replicates = compute.compute_fits(points, seed=config.seed, confidence=config.confidence)
+    fit_comparisons = compute.compare_fits(fits, replicates, pairs, config.confidence, config.seed)
     tables = {
         "main": render.main_table(passk, comparisons, data.runs),
         "rliable": render.rliable_table(summary.aggregates, summary.improvement),
@@ -92,11 +97,16 @@ def _compute(data: ReportData, config: ReportConfig) -> tuple[dict[str, pd.DataF
         "cost": stats.cost_table(data),
         "training": _training_table(data),
         "eval_curve": data.eval_curve,
+        "compute_fits": fits,
+        "compute_comparisons": fit_comparisons,
     }
+    if claim_list:
+        tables["claims"] = claims.evaluate_claims(data, claim_list, config.confidence, config.seed)
     figures = {
+        "compute_curves": plots.compute_curves(points, fits),
         "passk_curves": plots.passk_curves(passk),
         "training_curves": plots.training_curves(data),
-        "pass1_vs_rollout_tokens": plots.pass1_vs_tokens(data),
+        "pass1_vs_rollout_tokens": plots.pass1_vs_tokens(data) if points.empty else None,
         "rliable": plots.rliable_figure(summary),
     }
     return tables, {k: v for k, v in figures.items() if v is not None}
@@ -108,13 +118,37 @@ def _sections(tables: dict, config: ReportConfig) -> list:
 
     method = stats_doc.split("Statistics [our choices, stated in every output]:")[1].split("Why this test")[0]
     bullets = "".join(f"\n* {' '.join(item.split())}" for item in method.split("\n* ") if item.strip())
-    return [
+    sections = []
+    if "claims" in tables:
+        sections.append(
+            (
+                "claims of the papers, tested",
+                "Each claim's effect (arm minus baseline; relative claims as a fraction), its seed-level interval and "
+                "verdict: holds when the interval lies on the claimed side, does not hold when it lies on the other, "
+                "inconclusive otherwise or with fewer than 3 seeds (benchctl/report/claims.py).",
+                render.claims_view(tables["claims"]),
+            )
+        )
+    sections += [
         (
             "pass@k and the paired difference to the baseline",
             f"Baseline: {config.baseline}. Method (docs/report.md):{bullets}",
             tables["main"],
         ),
         ("run health", render.health_text(tables["runs"], tables["comparisons"]), render.health_view(tables["runs"])),
+        (
+            "compute curves (ScaleRL fit)",
+            "R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) fitted to every seed's held-out pass@1 against rollout tokens "
+            "C (Khatri et al. 2025, arXiv 2510.13786); A: asymptote, B: efficiency, C_mid: tokens to half the gain; "
+            "R0 the step-0 score. Intervals: bootstrap over seeds. Arms are compared on A, then at equal A on C_mid. "
+            + (
+                ""
+                if len(tables["compute_fits"])
+                else "No run was evaluated at 3 or more compute points "
+                "(train with --eval-every-tokens): nothing to fit."
+            ),
+            render.compute_view(tables["compute_fits"], tables["compute_comparisons"]),
+        ),
         (
             "rliable summary (Agarwal et al. 2021)",
             "IQM, mean, median and optimality gap of pass@k over runs x "
@@ -128,6 +162,7 @@ def _sections(tables: dict, config: ReportConfig) -> list:
             tables["cost"],
         ),
     ]
+    return sections
 
 
 def _arrow(frame: pd.DataFrame) -> pa.Table:
@@ -170,8 +205,11 @@ def _write(result: ReportResult, config: ReportConfig) -> None:
 
 def build_report(config: ReportConfig) -> ReportResult:
     """Read, compute, draw and (with `config.out`) write the report; BenchctlError on bad input."""
+    from benchctl.report.claims import read_claims
+
+    claim_list = read_claims(config.claims) if config.claims else None  # a bad file fails before any reading
     data = load_report_data(config)
-    tables, figures = _compute(data, config)
+    tables, figures = _compute(data, config, claim_list)
     result = ReportResult(tables, figures, list(data.notes), Path(config.out) if config.out else None)
     if config.out:
         _write(result, config)

@@ -67,6 +67,7 @@ CLAIM_COLUMNS = (
     "metric",
     "k",
     "direction",
+    "relative",
     "effect",
     "low",
     "high",
@@ -235,6 +236,7 @@ def evaluate_claims(data, claims: list[Claim], confidence: float = 0.95, seed: i
             "metric": c.metric,
             "k": c.k if c.metric == "pass@k" else None,
             "direction": c.direction,
+            "relative": bool(c.relative),
             "paper_effect": c.paper_effect,
         }
         if c.testbed:

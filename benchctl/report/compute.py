@@ -26,6 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+COMPARE_COLUMNS = [
+    *("arm", "baseline", "eval_task", "asymptote_diff", "asymptote_diff_low", "asymptote_diff_high"),
+    *("midpoint_ratio", "midpoint_ratio_low", "midpoint_ratio_high", "verdict"),
+]
 FIT_COLUMNS = (
     "arm",
     "eval_task",
@@ -155,15 +159,17 @@ def compute_fits(
 
 
 def compare_fits(
-    fits: pd.DataFrame, replicates: dict, baseline: str, confidence: float = 0.95, seed: int = 0
+    fits: pd.DataFrame, replicates: dict, pairs: list[tuple[str, str]], confidence: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:
-    """Each arm against `baseline` per task: asymptote difference (CI), midpoint ratio (CI) and the verdict
+    """Each (arm, baseline) of `pairs` per task: asymptote difference (CI), midpoint ratio (CI) and the verdict
     (`higher asymptote`, `lower asymptote`, `same asymptote, sooner`, `same asymptote, later`, `indistinguishable`,
     or `no CI` when either arm has fewer than 2 seeds)."""
     rows = []
     rng = np.random.default_rng(seed)
+    base_of = dict(pairs)
     for fit in fits.itertuples():
-        if fit.arm == baseline or (baseline, fit.eval_task) not in replicates:
+        baseline = base_of.get(fit.arm)
+        if baseline is None or (baseline, fit.eval_task) not in replicates:
             continue
         base = fits[(fits["arm"] == baseline) & (fits["eval_task"] == fit.eval_task)].iloc[0]
         mine, theirs = replicates[(fit.arm, fit.eval_task)], replicates[(baseline, fit.eval_task)]
@@ -184,7 +190,21 @@ def compare_fits(
             row.update(asymptote_diff_low=np.nan, asymptote_diff_high=np.nan)
             row.update(midpoint_ratio_low=np.nan, midpoint_ratio_high=np.nan, verdict="no CI")
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+
+
+def curve_points(eval_curve: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The report's eval_curve (run_id, step, tokens, eval_task, pass@1) -> (arm, eval_task, seed, tokens, score)
+    of the runs evaluated at 3 or more compute points after step 0 (fewer cannot pin three parameters)."""
+    if eval_curve.empty or "tokens" not in eval_curve:
+        return pd.DataFrame(columns=["arm", "eval_task", "seed", "tokens", "score"])
+    frame = eval_curve[eval_curve["step"] >= 0].merge(runs[["run_id", "arm", "seed"]], on="run_id")
+    frame = frame.dropna(subset=["tokens"])
+    later = frame[frame["tokens"] > 0].groupby(["run_id", "eval_task"])["tokens"].nunique()
+    keep = later[later >= 3].reset_index()[["run_id", "eval_task"]]
+    frame = frame.merge(keep, on=["run_id", "eval_task"])
+    frame = frame.rename(columns={"pass@1": "score"})
+    return frame[["arm", "eval_task", "seed", "tokens", "score"]].reset_index(drop=True)
 
 
 def _verdict(row: dict) -> str:

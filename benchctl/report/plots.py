@@ -128,6 +128,42 @@ def pass1_vs_tokens(data: ReportData) -> bytes | None:
     return _png(fig)
 
 
+def compute_curves(points: pd.DataFrame, fits: pd.DataFrame) -> bytes | None:
+    """One panel per task: every held-out pass@1 of every seed against rollout tokens (dots), and each arm's
+    fitted ScaleRL curve (line; dashed at its asymptote A) from `benchctl.report.compute`. Legend outside."""
+    from benchctl.report.compute import scalerl_curve
+
+    if points.empty:
+        return None
+    tasks = sorted(points["eval_task"].unique())
+    fig, axes = _grid(len(tasks), width=5.6, height=4.0, max_cols=2)
+    colors = _colors(points["arm"])
+    for ax, task in zip(axes, tasks):
+        part = points[points["eval_task"] == task]
+        grid = np.geomspace(max(part.loc[part["tokens"] > 0, "tokens"].min(), 1.0), part["tokens"].max(), 200)
+        for arm, own in part.groupby("arm"):
+            ax.scatter(own["tokens"].clip(lower=grid[0] / 2), own["score"], s=9, alpha=0.35, color=colors[arm])
+            fit = fits[(fits["arm"] == arm) & (fits["eval_task"] == task)]
+            if len(fit) and np.isfinite(fit.iloc[0]["asymptote"]):
+                f = fit.iloc[0]
+                curve = scalerl_curve(grid, f["r0"], f["asymptote"], f["efficiency"], f["midpoint"])
+                ax.plot(grid, curve, color=colors[arm], lw=1.8, label=f"{arm} (A={100 * f['asymptote']:.0f})")
+                ax.axhline(f["asymptote"], color=colors[arm], ls="--", lw=0.8, alpha=0.6)
+            else:
+                ax.plot([], [], color=colors[arm], label=f"{arm} (no fit)")
+        ax.set_xscale("log")
+        ax.set(title=f"{task}: held-out pass@1 vs rollout tokens", ylabel="pass@1")
+        ax.set_xlabel("rollout tokens (log; step 0 at the left edge)")
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    _plt().close(fig)
+    return buf.getvalue()
+
+
 def rliable_figure(summary: RliableSummary) -> bytes | None:
     """Aggregate point estimates with stratified-bootstrap intervals, and performance profiles."""
     if summary.aggregates.empty:

@@ -8,6 +8,7 @@ import html
 import math
 import re
 
+import numpy as np
 import pandas as pd
 
 FIGURE_TITLES = {
@@ -109,6 +110,57 @@ def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
     lines = [f"{r.arm} vs {r.baseline} (arm: {r.arm_health}; baseline: {r.baseline_health})" for r in bad.itertuples()]
     return f"{text} Comparisons with runs that are not ok (their numbers are kept, marked {WARN.strip()}): " + (
         "; ".join(lines) + "."
+    )
+
+
+def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim: paper, claim, arm vs baseline, metric, our effect [CI], seeds, verdict, the paper's."""
+    rows = []
+    for c in claims.itertuples():
+        # relative effects and pass@k differences in percent (points), other training metrics as they are
+        scale, unit = (100.0, "%") if c.relative else (100.0, " pts") if c.metric == "pass@k" else (1.0, "")
+        effect = "-" if pd.isna(c.effect) else f"{c.effect * scale:+.1f}{unit}"
+        if pd.notna(c.low):
+            effect += f" [{c.low * scale:+.1f}, {c.high * scale:+.1f}]"
+        metric = f"pass@{int(c.k)}" if c.metric == "pass@k" else c.metric
+        rows.append(
+            {
+                "paper": c.paper,
+                "claim": c.claim,
+                "arm vs baseline": f"{c.arm} vs {c.baseline}",
+                "metric": f"{metric} ({c.direction})",
+                "effect [CI]": effect,
+                "seeds": int(c.seeds),
+                "verdict": c.verdict + (f" ({c.reason})" if isinstance(c.reason, str) and c.reason else ""),
+                "paper's effect": c.paper_effect,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def compute_view(fits: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Per (arm, task): asymptote A and midpoint C_mid with CIs, efficiency B, and the verdict against the baseline."""
+    if fits.empty:
+        return pd.DataFrame()
+    verdicts = {(r.arm, r.eval_task): r.verdict for r in comparisons.itertuples()} if len(comparisons) else {}
+
+    def ci(value, low, high, fmt) -> str:
+        if not np.isfinite(value):
+            return "-"
+        return fmt(value) + ("" if not np.isfinite(low) else f" [{fmt(low)}, {fmt(high)}]")
+
+    pct, tok = (lambda v: f"{100 * v:.1f}"), (lambda v: f"{v:,.0f}")
+    return pd.DataFrame(
+        {
+            "arm": f.arm,
+            "task": f.eval_task,
+            "A (asymptote, %)": ci(f.asymptote, f.asymptote_low, f.asymptote_high, pct),
+            "C_mid (tokens)": ci(f.midpoint, f.midpoint_low, f.midpoint_high, tok),
+            "B": ci(f.efficiency, f.efficiency_low, f.efficiency_high, lambda v: f"{v:.2f}"),
+            "seeds": int(f.seeds),
+            "vs baseline": verdicts.get((f.arm, f.eval_task), "baseline" if not verdicts else "-"),
+        }
+        for f in fits.itertuples()
     )
 
 

@@ -62,5 +62,9 @@ def test_arms_are_compared_on_the_asymptote_then_at_equal_asymptote_on_the_midpo
         ]
     )
     fits, reps = compute_fits(curves, resamples=200)
-    verdicts = compare_fits(fits, reps, "grpo").set_index("arm")["verdict"].to_dict()
+    verdicts = (
+        compare_fits(fits, reps, [("higher", "grpo"), ("sooner", "grpo"), ("same", "grpo")])
+        .set_index("arm")["verdict"]
+        .to_dict()
+    )
     assert verdicts == {"higher": "higher asymptote", "sooner": "same asymptote, sooner", "same": "indistinguishable"}
