@@ -43,14 +43,10 @@ def report_command(
     k: Annotated[str | None, typer.Option("--k", help="k values to report (default: all), e.g. 1,4,16.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
     alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate (Holm).")] = 0.05,
-    resamples: Annotated[
-        int, typer.Option("--resamples", help="Bootstrap resamples (pass@k CIs and comparisons are analytic).")
-    ] = 10000,
+    resamples: Annotated[int, typer.Option("--resamples", help="Seed resamples of compute-curve fits.")] = 500,
     rliable_reps: Annotated[int, typer.Option("--rliable-reps", help="rliable stratified-bootstrap reps.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    claims: Annotated[
-        str | None, typer.Option("--claims", help="Claims file (YAML): test papers' claims, write claims.parquet.")
-    ] = None,
+    claims: Annotated[str | None, typer.Option("--claims", help="Claims file (YAML) to test.")] = None,
 ):
     """Who beats the baseline, on which task, at which k, by how much (seed-level paired test, Holm; fewer than 3
     seeds: no claim), at what cost, and whether each run was healthy.  Method: docs/report.md."""

@@ -84,7 +84,7 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
     pairs = stats.baseline_pairs(data, config.baseline)
     summary = rl.rliable_summary(data, pairs, config)
     points = compute.curve_points(data.eval_curve, data.runs)
-    fits, replicates = compute.compute_fits(points, seed=config.seed, confidence=config.confidence)
+    fits, replicates = compute.compute_fits(points, config.resamples, config.seed, config.confidence)
     fit_comparisons = compute.compare_fits(fits, replicates, pairs, config.confidence, config.seed)
     tables = {
         "main": render.main_table(passk, comparisons, data.runs),

@@ -32,7 +32,7 @@ class ReportConfig:
     confidence: float = _f(0.95, "two-sided CI level")
     alpha: float = _f(0.05, "family-wise error rate for the Holm-corrected comparisons, and the power analysis's level")
     resamples: int = _f(
-        10000, "bootstrap resamples where the report bootstraps (pass@k CIs and comparisons are analytic)"
+        500, "bootstrap resamples over seeds of the compute-curve fits (pass@k CIs and comparisons are analytic)"
     )
     rliable_reps: int = _f(1000, "stratified-bootstrap repetitions for the rliable summary")
     seed: int = _f(0, "bootstrap seed")
