@@ -185,3 +185,17 @@ def test_entropy_is_measured_before_the_update_whatever_the_mini_batches(tiny_mo
     assert one[0]["policy/entropy"] == many[0]["policy/entropy"]
     assert many[0]["logprob/engine_gap"] < 1e-3  # the engine's weights, not a half-updated policy
     assert torch.isfinite(torch.tensor(many[0]["policy/grad_norm"]))
+
+
+@pytest_vllm
+def test_resume_under_dapo_with_a_stateful_estimator_is_exact(tiny_model, tmp_path):
+    values = {**SMALL, "recipe": "dapo", "estimator": "ha_dw", "steps": 4, "save_every": 2}
+    whole = train(build_config(flag_values={**values, "out": str(tmp_path / "whole")})).metrics
+    train(build_config(flag_values={**values, "steps": 2, "out": str(tmp_path / "cut")}))
+    resumed = train(build_config(flag_values={"resume": str(tmp_path / "cut"), "steps": 4})).metrics
+    assert len(whole) == len(resumed) == 4
+    for a, b in zip(whole, resumed):  # HA-DW's anchor, the data position and the sampling rounds carry over
+        same = {k: a[k] for k in a if not k.startswith("time/")}
+        assert same == {k: b[k] for k in same}, a["step"]
+    rollouts = [train_run.read_rollouts(tmp_path / name).drop(["completion"]) for name in ("whole", "cut")]
+    assert rollouts[0].equals(rollouts[1])
