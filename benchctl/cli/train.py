@@ -37,6 +37,9 @@ def train_command(
     temperature: Annotated[float | None, Opt("--temperature", help="Rollout temperature (default 1.0).")] = None,
     seed: Annotated[int | None, Opt("--seed", help="Seed (data order, sampling, mini-batches).")] = None,
     eval_every: Annotated[int | None, Opt("--eval-every", help="Held-out eval every N steps (0 = off).")] = None,
+    eval_every_tokens: Annotated[
+        int | None, Opt("--eval-every-tokens", help="Held-out eval every N rollout tokens (compute curves).")
+    ] = None,
     eval_task: Annotated[str | None, Opt("--eval-task", help="Held-out task (default: the task's own).")] = None,
     allow_overlap: Annotated[
         bool | None, Opt("--allow-overlap", help="Run even if the eval task shares questions with training.")

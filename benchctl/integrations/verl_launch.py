@@ -95,6 +95,8 @@ def check_supported(cfg) -> None:
         (est.token_scores is not None, f"estimator {cfg.estimator}: veRL passes no per-token importance scores"),
         (cfg.prompts_per_step % cfg.mini_batches != 0, "mini_batches must divide prompts_per_step in veRL"),
         (cfg.resume is not None, "--resume: rerun RUN/verl/launch.sh, veRL resumes from its own checkpoints"),
+        (cfg.eval_every_tokens > 0, "eval_every_tokens: veRL validates on a step cadence; set eval_every"),
+        (cfg.overlong_shaping, "overlong_shaping: not mapped to veRL's reward manager; set overlong_shaping: false"),
     ]
     for refused, why in refusals:
         if refused:

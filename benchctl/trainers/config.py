@@ -51,6 +51,7 @@ RESUMABLE_CHANGES = (
     "steps",
     "token_budget",
     "eval_every",
+    "eval_every_tokens",
     "eval_task",
     "eval_n",
     "eval_k",
@@ -104,6 +105,9 @@ class TrainConfig:
     top_p: float = _f(1.0, "rollout nucleus top-p; must be 1 (the policy's log-probs are of the untruncated policy)")
     seed: int = _f(0, "seed: data order, per-prompt sampling seeds (seed, step, problem), mini-batch order")
     eval_every: int = _f(0, "held-out evaluation every N steps and at the end (0 = off)")
+    eval_every_tokens: int = _f(
+        0, "held-out evaluation each time the rollout tokens pass a multiple of N, at step 0 and at the end (0 = off)"
+    )
     eval_task: str | None = _f(None, "held-out task; None -> the training task's held-out task (arith: its test split)")
     eval_n: int = _f(8, "held-out samples per problem")
     eval_k: str = _f("1,8", "held-out k values (pass@k), each <= eval_n")
@@ -261,7 +265,8 @@ def validate(cfg: TrainConfig) -> None:
     _check_types(cfg)
     for name in ("group_size", "prompts_per_step", "steps", "epochs", "mini_batches", "max_sampling_rounds", "eval_n"):
         check_range(name, getattr(cfg, name), 1)
-    for name in ("warmup_steps", "eval_every", "save_every", "seed", "weight_decay", "max_grad_norm", "kl_coef"):
+    zero_ok = ("warmup_steps", "eval_every", "eval_every_tokens", "save_every", "seed", "weight_decay")
+    for name in (*zero_ok, "max_grad_norm", "kl_coef"):
         check_range(name, getattr(cfg, name), 0)
     if cfg.lr is not None:
         check_range("lr", cfg.lr, 0, low_open=True)
@@ -326,7 +331,7 @@ def _check_combinations(cfg: TrainConfig) -> None:
             " overlong_buffer tokens before max_tokens)"
         )
     ks = parse_eval_ks(cfg.eval_k)
-    if cfg.eval_every and max(ks) > cfg.eval_n:
+    if evaluates(cfg) and max(ks) > cfg.eval_n:
         raise BenchctlError(f"eval_k={max(ks)} > eval_n={cfg.eval_n}: pass@k needs k <= n")
 
 
@@ -399,6 +404,22 @@ def config_warnings(cfg: TrainConfig) -> list[str]:
             f" combination ({cfg.estimator} trains on its plain advantages of the informative groups)"
         )
     return lines
+
+
+def evaluates(cfg: TrainConfig) -> bool:
+    """Whether the run evaluates on a held-out task while training (a step or a rollout-token cadence)."""
+    return bool(cfg.eval_every or cfg.eval_every_tokens)
+
+
+def eval_due(cfg: TrainConfig, step: int, tokens_before: int, tokens_after: int, last: bool) -> bool:
+    """A held-out evaluation after `step`: on the step cadence, when the rollout tokens crossed a multiple of
+    `eval_every_tokens` during the step (compute curves, `benchctl.report.compute`), or at the end."""
+    if not evaluates(cfg):
+        return False
+    by_step = bool(cfg.eval_every) and step % cfg.eval_every == 0
+    n = cfg.eval_every_tokens
+    by_tokens = bool(n) and tokens_after // n > tokens_before // n
+    return by_step or by_tokens or last
 
 
 def parse_eval_ks(text: str) -> tuple[int, ...]:

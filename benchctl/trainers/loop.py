@@ -33,7 +33,7 @@ import torch
 from benchctl.estimators._common import group_stats
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
-from benchctl.trainers.config import TrainConfig, parse_eval_ks, resolved_overlong_buffer
+from benchctl.trainers.config import TrainConfig, eval_due, evaluates, parse_eval_ks, resolved_overlong_buffer
 from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss, token_entropy
 from benchctl.trainers.policy import (
     completion_logits,
@@ -67,7 +67,7 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
     if display is not None:
         s.display = display
     with stop_on_sigint(s), s.display:
-        if cfg.eval_every and s.state.step == 0:  # the starting point, for before/after comparisons
+        if evaluates(cfg) and s.state.step == 0:  # the starting point, for before/after comparisons
             evaluate(s, 0)
         while s.state.step < cfg.steps and not _budget_spent(s) and not s.stop_requested:
             step = s.state.step + 1
@@ -336,7 +336,7 @@ def _after_step(s: Session, step: int, row: dict) -> None:
     """Metrics file, display, then checkpoint / held-out eval on their cadence."""
     cfg = s.cfg
     last = step >= cfg.steps or _budget_spent(s)
-    if cfg.eval_every and (step % cfg.eval_every == 0 or last):
+    if eval_due(cfg, step, row["rollout/tokens_total"] - row["rollout/tokens"], row["rollout/tokens_total"], last):
         start = time.perf_counter()
         row.update(evaluate(s, step))
         row["time/eval"] = time.perf_counter() - start

@@ -23,6 +23,7 @@ from benchctl.trainers.config import (
     TrainConfig,
     build_estimator,
     config_record,
+    evaluates,
     loss_agg,
     resolved_lr,
     resolved_max_tokens,
@@ -78,7 +79,7 @@ def eval_task_name(cfg: TrainConfig) -> str | None:
     from benchctl.tasks import get_task
     from benchctl.tasks.overlap import default_held_out
 
-    if not cfg.eval_every:
+    if not evaluates(cfg):
         return None
     if cfg.eval_task is None:
         return default_held_out(cfg.task)
