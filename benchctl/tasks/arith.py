@@ -7,11 +7,13 @@ Question "3+5+2=", gold "10". Grading: exact integer match, in-process (no math-
 `Verdict` reasons as the math grader.
 
 Splits [our choice]: every question belongs to exactly one split, by a stable hash of its text
-(`split_of`: blake2b-64 of the whitespace-normalised question, `% 5 == 0` -> test, else train), and each stream
-redraws (from its own generator) until the question is of its split. So train and test never share a question, at
-any size, seed or term range, and problem i still depends only on (seed, split, i). Consequence: level 2 has only
-100 distinct questions ("a+b="), 18 of them test and 82 train, so the level-2 quarter of a test stream repeats
-those 18 sums (250 of the 1,000 default test problems); levels 3, 4, 5 draw from 1,000 / 10,000 / 100,000.
+(`split_of`: h = blake2b-64 of the whitespace-normalised question; h % 10 == 0 -> test, h % 10 == 5 -> validation,
+else train), and each stream redraws (from its own generator) until the question is of its split. So train, test
+and validation never share a question, at any size, seed or term range, and problem i still depends only on (seed,
+split, i). The validation split (tasks `arith_val`, `arith_steps_val`) is where a sweep picks each arm's setting,
+so that the test split stays untouched by the choice. Consequence: level 2 has only 100 distinct questions
+("a+b="), 10 of them test, 8 validation and 82 train, so the level-2 quarter of a test stream repeats those 10
+sums (250 of the 1,000 default test problems); levels 3, 4, 5 draw from 1,000 / 10,000 / 100,000.
 
 `arith` prompts with the question and reads the answer at the start of the completion (the completion *is* the
 answer: no reasoning span, `shows_work = False`). `arith_steps` asks for the work on the same questions (one
@@ -37,14 +39,17 @@ from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, Task, last_box_span, n
 _INT = re.compile(r"[-+]?\d+")
 _LEADING_INT = re.compile(r"\s*([-+]?\d+)")
 _AFTER_EQUALS = re.compile(r"=\s*([-+]?\d+)")
-SPLITS = ("train", "test")
-TEST_SHARE = 5  # one question in TEST_SHARE (by hash) is a test question
+SPLITS = ("train", "test", "validation")
+HELD_OUT_SHARE = 5  # one question in HELD_OUT_SHARE (by hash) is held out: half test, half validation
 
 
 def split_of(question: str) -> str:
-    """'test' or 'train': the split a question belongs to, from a stable hash of its normalised text."""
+    """'train', 'test' or 'validation': the split of a question, from a stable hash of its normalised text."""
     digest = hashlib.blake2b(normalise_question(question).encode("utf-8"), digest_size=8).digest()
-    return "test" if int.from_bytes(digest, "big") % TEST_SHARE == 0 else "train"
+    h = int.from_bytes(digest, "big")
+    if h % HELD_OUT_SHARE:
+        return "train"
+    return "test" if h % (2 * HELD_OUT_SHARE) == 0 else "validation"
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class ArithConfig:
     seed: int = field(default=0, metadata={"help": "generator seed; problem i depends only on (seed, split, i)"})
     min_terms: int = field(default=2, metadata={"help": "fewest single-digit terms (lowest level), >= 2"})
     max_terms: int = field(default=5, metadata={"help": "most single-digit terms (highest level), >= min_terms"})
-    split: str = field(default="test", metadata={"help": "'train' or 'test': disjoint questions (split_of)"})
+    split: str = field(default="test", metadata={"help": "'train', 'test' or 'validation': disjoint (split_of)"})
 
     def __post_init__(self) -> None:
         check_range("size", self.size, 1)
@@ -69,7 +74,7 @@ def make_problem(config: ArithConfig, index: int) -> Problem:
     """Problem number `index` of the stream defined by (config.seed, config.split): redrawn until of that split."""
     rng = random.Random(f"arith/{config.split}/{config.seed}/{index}")
     n_terms = config.min_terms + index % (config.max_terms - config.min_terms + 1)
-    while True:  # ends: every level >= 2 has questions of both splits (18 of the 100 level-2 sums are test)
+    while True:  # ends: every level >= 2 has questions of every split (level 2: 82 train, 10 test, 8 validation)
         terms = [rng.randint(0, 9) for _ in range(n_terms)]
         question = "+".join(map(str, terms)) + "="
         if split_of(question) == config.split:
@@ -152,6 +157,32 @@ class ArithStepsTask(ArithTask):
         for last in _AFTER_EQUALS.finditer(completion):  # noqa: B007 - the last match is wanted
             pass
         return last.span(1) if last else None
+
+
+@register_task("arith_val")
+class ArithValidationTask(ArithTask):
+    """`arith`'s validation split: for choosing settings (e.g. each arm's learning rate), never for the verdict."""
+
+    description = "arith's validation split (disjoint from train and test): pick settings here, report on arith"
+    held_out_task = None
+
+    def __init__(
+        self, size: int = 1000, seed: int = 0, min_terms: int = 2, max_terms: int = 5, split: str = "validation"
+    ):
+        super().__init__(size, seed, min_terms, max_terms, split)
+
+
+@register_task("arith_steps_val")
+class ArithStepsValidationTask(ArithStepsTask):
+    """`arith_steps`'s validation split (see `arith_val`)."""
+
+    description = "arith_steps' validation split (disjoint from train and test): pick settings here"
+    held_out_task = None
+
+    def __init__(
+        self, size: int = 1000, seed: int = 0, min_terms: int = 2, max_terms: int = 5, split: str = "validation"
+    ):
+        super().__init__(size, seed, min_terms, max_terms, split)
 
 
 def grade_integer(gold: str, extracted: str | None) -> Verdict:

@@ -31,7 +31,16 @@ def test_arith_train_and_test_share_no_question_at_any_size(size):
     for name, seed in (("arith", 0), ("arith", 3), ("arith_steps", 0)):
         train = {p.question for p in get_task(name, split="train", seed=seed, size=size).load()}
         test = {p.question for p in get_task(name, split="test", seed=seed, size=size).load()}
-        assert train and test and not train & test, (name, seed, size)
+        val = {p.question for p in get_task(name, split="validation", seed=seed, size=size).load()}
+        assert train and test and val and not train & test, (name, seed, size)
+        assert not val & train and not val & test, (name, seed, size)
+
+
+def test_the_validation_tasks_are_the_validation_split():
+    assert get_task("arith_val").load(limit=30) == get_task("arith", split="validation").load(limit=30)
+    steps = get_task("arith_steps_val")
+    assert [p.question for p in steps.load(limit=30)] == [p.question for p in get_task("arith_val").load(limit=30)]
+    assert steps.prompt_text(steps.load(limit=1)[0]).endswith(":")
 
 
 def test_splits_are_disjoint_across_seeds_and_term_ranges():
@@ -41,10 +50,11 @@ def test_splits_are_disjoint_across_seeds_and_term_ranges():
 
 
 def test_every_question_lies_in_the_split_its_hash_names():
-    for split in ("train", "test"):
+    for split in ("train", "test", "validation"):
         assert {split_of(p.question) for p in get_task("arith", split=split, size=2000).load()} == {split}
     sums = ["+".join(map(str, t)) + "=" for t in itertools.product(range(10), repeat=2)]
-    assert sum(split_of(q) == "test" for q in sums) == 18  # the level-2 test questions (module docstring)
+    counts = {s: sum(split_of(q) == s for q in sums) for s in ("train", "test", "validation")}
+    assert counts == {"train": 82, "test": 10, "validation": 8}  # the level-2 questions (module docstring)
 
 
 def test_arith_steps_asks_the_same_questions_with_another_prompt():

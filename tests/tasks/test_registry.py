@@ -12,6 +12,8 @@ ALL = [
     "amc23",
     "arith",
     "arith_steps",
+    "arith_steps_val",
+    "arith_val",
     "gsm8k",
     "math500",
     "math_train",
@@ -28,7 +30,7 @@ def test_every_builtin_task_is_registered_sorted_by_name():
 def test_every_task_declares_kind_description_and_source():
     for task in list_tasks():
         assert task.kind in ("math", "code") and task.description
-        assert (task.hub_id is None) == (task.local_file is None) == (task.name in ("arith", "arith_steps"))
+        assert (task.hub_id is None) == (task.local_file is None) == (task.name.startswith("arith"))
 
 
 def test_unknown_task_error_lists_the_valid_names():
