@@ -410,6 +410,26 @@ class Engine:
         # enqueue returns internal ids "<counter>-<random>"; outputs carry the external "<counter>"
         return [rid.partition("-")[0] for rid in ids]
 
+    def prompt_logprobs(self, token_ids: Sequence[int]) -> list[float]:
+        """log p(token_ids[j] | token_ids[:j]) for j = 1..L-1 under the engine's current weights: vLLM's
+        `prompt_logprobs` of one request (greedy, one generated token, no seed: nothing random is drawn).
+
+        vLLM computes them from the raw logits (temperature 1, no top-p/top-k: its sampling processors do not
+        touch prompt positions, whatever `logprobs_mode`), so a caller comparing with another model's log-probs
+        must use temperature 1 there too. The trainer's weight-sync check (`benchctl.trainers.sync`) uses it."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        ids = [int(t) for t in token_ids]
+        if len(ids) < 2:
+            raise BenchctlError("prompt_logprobs needs at least 2 tokens (the first has no log-probability)")
+        params = SamplingParams(n=1, temperature=0.0, max_tokens=1, prompt_logprobs=0)
+        try:
+            (out,) = self.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
+        except _request_errors() as exc:
+            raise BenchctlError(f"prompt of {len(ids)} tokens rejected by vLLM: {_first_line(exc)}") from exc
+        return [float(step[t].logprob) for step, t in zip(out.prompt_logprobs[1:], ids[1:])]
+
     def load_weights(self, state_dict: Mapping[str, Any]) -> None:
         """Replace the model weights in place with `state_dict` (Hugging Face parameter names), e.g. a trainer's
         policy. Uses vLLM's `reload_weights` worker RPC (works where weights are repacked, as on CPU), else the

@@ -233,3 +233,15 @@ def test_seeded_batch_beyond_one_steps_token_budget_completes_on_cpu(engine):
     prompts = [("1+2+3+4+5+" * 10)[: 90 + i % 7] + "=" for i in range(300)]
     out = engine.generate(prompts, SamplingConfig(n=2, temperature=1.0, max_tokens=4, seed=1), progress=False)
     assert len(out) == 300 and all(len(samples) == 2 for samples in out)
+
+
+def test_prompt_logprobs_equal_transformers_log_softmax_of_each_next_token(engine, hf_model, arith_prompts):
+    ids = engine.tokenizer(arith_prompts[0] + "123")["input_ids"]
+    got = engine.prompt_logprobs(ids)
+    with torch.no_grad():
+        logp = torch.log_softmax(hf_model(torch.tensor([ids])).logits[0].double(), dim=-1)  # (L, V)
+    want = [float(logp[j - 1, ids[j]]) for j in range(1, len(ids))]
+    assert len(got) == len(ids) - 1
+    assert max(abs(a - b) for a, b in zip(got, want)) < 1e-4
+    with pytest.raises(BenchctlError, match="at least 2 tokens"):
+        engine.prompt_logprobs(ids[:1])
