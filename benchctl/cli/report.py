@@ -47,6 +47,7 @@ def report_command(
     rliable_reps: Annotated[int, typer.Option("--rliable-reps", help="rliable stratified-bootstrap reps.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     claims: Annotated[str | None, typer.Option("--claims", help="Claims file (YAML) to test.")] = None,
+    select_on: Annotated[str | None, typer.Option("--select-on", help="Validation task for swept settings.")] = None,
 ):
     """Who beats the baseline, on which task, at which k, by how much (seed-level paired test, Holm; fewer than 3
     seeds: no claim), at what cost, and whether each run was healthy.  Method: docs/report.md."""

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from benchctl.report.config import ReportConfig
 from benchctl.report.load import ReportData, load_report_data
+from benchctl.report.tuning import select_settings
 
 __all__ = ["ReportConfig", "ReportResult", "build_report"]
 
@@ -97,6 +98,7 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
         "cost": stats.cost_table(data),
         "training": _training_table(data),
         "eval_curve": data.eval_curve,
+        "settings": data.settings,
         "compute_fits": fits,
         "compute_comparisons": fit_comparisons,
     }
@@ -162,6 +164,15 @@ def _sections(tables: dict, config: ReportConfig) -> list:
             tables["cost"],
         ),
     ]
+    if len(tables["settings"]):
+        sections.append(
+            (
+                "settings swept within an arm (sensitivity)",
+                "Each arm's swept training settings: mean pass@k (smallest k, percent scale 0-1) on the validation "
+                "task, where the chosen one was picked, and on the test tasks (benchctl/report/tuning.py).",
+                tables["settings"],
+            )
+        )
     return sections
 
 
@@ -209,6 +220,7 @@ def build_report(config: ReportConfig) -> ReportResult:
 
     claim_list = read_claims(config.claims) if config.claims else None  # a bad file fails before any reading
     data = load_report_data(config)
+    data.settings = select_settings(data, config.select_on)  # each arm at its best swept setting (validation)
     tables, figures = _compute(data, config, claim_list)
     result = ReportResult(tables, figures, list(data.notes), Path(config.out) if config.out else None)
     if config.out:

@@ -36,6 +36,7 @@ class ReportConfig:
     )
     rliable_reps: int = _f(1000, "stratified-bootstrap repetitions for the rliable summary")
     seed: int = _f(0, "bootstrap seed")
+    select_on: str | None = _f(None, "validation task choosing each arm's swept setting; None -> the one *_val task")
     claims: str | None = _f(None, "claims file (YAML) to test against the runs (benchctl/report/claims.py)")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|default"})
 

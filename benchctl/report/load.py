@@ -40,6 +40,7 @@ class ReportData:
     group_by: tuple[str, ...]
     arm_column: str
     notes: list[str] = field(default_factory=list)
+    settings: pd.DataFrame | None = None  # the swept-setting sensitivity (benchctl.report.tuning)
 
 
 def _runs_frame(config: ReportConfig) -> pd.DataFrame:
