@@ -281,8 +281,8 @@ def test_verl_use_external_modules_registers_every_estimator_third_party_ones_in
 
 
 def readme_verl_command():
-    """The overrides of the README's veRL command (the fenced block that runs verl.trainer.main_ppo)."""
-    text = open(os.path.join(REPO, "README.md")).read()
+    """The overrides of the veRL command in docs/scale-out.md (the fenced block that runs verl.trainer.main_ppo)."""
+    text = open(os.path.join(REPO, "docs", "scale-out.md")).read()
     block = next(b for b in text.split("```") if "verl.trainer.main_ppo" in b)
     words = shlex.split(block[block.index("VERL_USE_EXTERNAL_MODULES") :].replace("\\\n", " "))
     return words[0], words[words.index("verl.trainer.main_ppo") + 1 :]
