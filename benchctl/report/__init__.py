@@ -4,7 +4,7 @@ Library entry point: `build_report(ReportConfig) -> ReportResult` (nothing print
 through the storage layer (`benchctl.results`), computes the numbers (`stats`, `rl`), draws (`plots`) and, with
 `out`, writes (`render`):
 
-    OUT/report.md, OUT/report.html (self-contained, plots inline), OUT/plots/<name>.png
+    OUT/report.md, OUT/report.html (self-contained, plots inline; section order: `sections`), OUT/plots/<name>.png
     OUT/runs.parquet, passk.parquet, comparisons.parquet, aggregates.parquet, improvement.parquet,
     OUT/cost.parquet, training.parquet, eval_curve.parquet      (schemas: docs/report.md)
     OUT/compute_fits.parquet, compute_comparisons.parquet      (ScaleRL fits, `compute`), claims.parquet (--claims)
@@ -26,6 +26,8 @@ from benchctl.report.tuning import select_settings
 __all__ = ["ReportConfig", "ReportResult", "build_report"]
 
 REPORT_KIND = "benchctl-report"
+TITLE = "benchctl report"
+VIEWS = ("verdict", "main", "rliable")  # formatted tables: on the page and the terminal, not written as parquet
 
 
 @dataclass
@@ -37,35 +39,40 @@ class ReportResult:
     notes: list[str]
     out: Path | None = None
     files: list[Path] = field(default_factory=list)
+    legend: str = ""  # how to read the verdict table (its title in the terminal, its caption on the page)
 
     def rich_tables(self) -> list:
-        """The terminal view: the main table, the rliable aggregates and the cost table."""
+        """The terminal view, in the page's order: the verdict (arm x k differences to the baseline), the claims,
+        the compute fits, the cost, then the full per-k table, the rliable aggregates and the runs that are not ok."""
         from benchctl.report import render
         from benchctl.report.render import cost_view, rich_table
 
-        out = [
-            rich_table(
-                render.main_view(self.tables["main"]) if not self.tables["main"].empty else self.tables["main"],
-                "pass@k (percent) [CI over seeds and problems]; diff vs baseline, paired by seed and problem; "
-                "* = significant after Holm (only with >= 3 seeds); seeds@80%: seeds for 80% power; run health",
-                wrap=("health",),
+        t = self.tables
+        out = []
+        verdict = t.get("verdict")
+        if verdict is not None and not verdict.empty:
+            out.append(rich_table(verdict, self.legend, wrap=("health",)))
+        if "claims" in t:
+            out.append(rich_table(render.claims_view(t["claims"]), "claims of the papers, tested", wrap=("claim",)))
+        fits = t.get("compute_fits")
+        if fits is not None and len(fits):
+            view = render.compute_view(fits, t["compute_comparisons"])
+            out.append(rich_table(view, "compute curves: ScaleRL fit per arm [CI over seeds]"))
+        if not t["cost"].empty:
+            out.append(rich_table(cost_view(t["cost"]), "cost (means over runs; every phase in cost.parquet)"))
+        if not t["main"].empty:
+            title = (
+                "details: pass@k (percent) [CI over seeds and problems]; diff vs baseline, paired by seed and "
+                "problem; * = significant after Holm (only with >= 3 seeds); seeds@80%: seeds for 80% power"
             )
-        ]
-        if not self.tables["rliable"].empty:
-            out.append(
-                rich_table(
-                    self.tables["rliable"],
-                    "rliable over runs x tasks (percent) [stratified bootstrap CI]; P(improvement) over the baseline",
-                )
-            )
-        runs = self.tables.get("runs")
-        unhealthy = render.health_view(runs) if runs is not None else pd.DataFrame()
+            out.append(rich_table(render.main_view(t["main"]), title, wrap=("health",)))
+        if not t["rliable"].empty:
+            title = "rliable over runs x tasks (percent) [stratified bootstrap CI]; P(improvement) over the baseline"
+            out.append(rich_table(t["rliable"], title))
+        unhealthy = render.health_view(t["runs"]) if "runs" in t else pd.DataFrame()
         if not unhealthy.empty:
             title = "runs that are not ok (docs/report.md, run health)"
             out.append(rich_table(unhealthy.drop(columns="path"), title, wrap=("evidence",)))
-        cost = self.tables["cost"]
-        if not cost.empty:
-            out.append(rich_table(cost_view(cost), "cost (means over runs; every phase in cost.parquet)"))
         return out
 
 
@@ -77,8 +84,24 @@ def _training_table(data: ReportData) -> pd.DataFrame:
     return long.groupby(["arm", "metric", "step"])["value"].agg(["mean", "min", "max", "count"]).reset_index()
 
 
+def _figures(data: ReportData, passk, points, fits, summary, pairs) -> dict[str, bytes]:
+    from benchctl.report import plots, training_plots
+    from benchctl.report.figstyle import arm_styles, png
+
+    styles = arm_styles(data.runs, data.group_by, data.arm_column, {base for _, base in pairs})
+    figures = {
+        "compute_curves": plots.compute_curves(points, fits, styles),
+        "pass1_vs_rollout_tokens": plots.pass1_vs_tokens(data, styles) if points.empty else None,
+        "passk_curves": plots.passk_curves(passk, styles),
+        "training_curves": training_plots.training_curves(data, styles),
+        "diagnostics": training_plots.diagnostics(data, styles),
+        "rliable": plots.rliable_figure(summary, styles),
+    }
+    return {name: png(fig) for name, fig in figures.items() if fig is not None}
+
+
 def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[dict, dict[str, bytes]]:
-    from benchctl.report import claims, compute, plots, render, rl, stats
+    from benchctl.report import claims, compute, render, rl, stats, verdict
 
     passk = stats.passk_table(data, config)
     comparisons = stats.comparisons_table(data, config)
@@ -88,6 +111,7 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
     fits, replicates = compute.compute_fits(points, config.resamples, config.seed, config.confidence)
     fit_comparisons = compute.compare_fits(fits, replicates, pairs, config.confidence, config.seed)
     tables = {
+        "verdict": verdict.verdict_table(passk, comparisons, data.runs),
         "main": render.main_table(passk, comparisons, data.runs),
         "rliable": render.rliable_table(summary.aggregates, summary.improvement),
         "runs": data.runs,
@@ -104,76 +128,7 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
     }
     if claim_list:
         tables["claims"] = claims.evaluate_claims(data, claim_list, config.confidence, config.seed)
-    figures = {
-        "compute_curves": plots.compute_curves(points, fits),
-        "passk_curves": plots.passk_curves(passk),
-        "training_curves": plots.training_curves(data),
-        "pass1_vs_rollout_tokens": plots.pass1_vs_tokens(data) if points.empty else None,
-        "rliable": plots.rliable_figure(summary),
-    }
-    return tables, {k: v for k, v in figures.items() if v is not None}
-
-
-def _sections(tables: dict, config: ReportConfig) -> list:
-    from benchctl.report import render
-    from benchctl.report.stats import __doc__ as stats_doc
-
-    method = stats_doc.split("Statistics [our choices, stated in every output]:")[1].split("Why this test")[0]
-    bullets = "".join(f"\n* {' '.join(item.split())}" for item in method.split("\n* ") if item.strip())
-    sections = []
-    if "claims" in tables:
-        sections.append(
-            (
-                "claims of the papers, tested",
-                "Each claim's effect (arm minus baseline; relative claims as a fraction), its seed-level interval and "
-                "verdict: holds when the interval lies on the claimed side, does not hold when it lies on the other, "
-                "inconclusive otherwise or with fewer than 3 seeds (benchctl/report/claims.py).",
-                render.claims_view(tables["claims"]),
-            )
-        )
-    sections += [
-        (
-            "pass@k and the paired difference to the baseline",
-            f"Baseline: {config.baseline}. Method (docs/report.md):{bullets}",
-            tables["main"],
-        ),
-        ("run health", render.health_text(tables["runs"], tables["comparisons"]), render.health_view(tables["runs"])),
-        (
-            "compute curves (ScaleRL fit)",
-            "R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) fitted to every seed's held-out pass@1 against rollout tokens "
-            "C (Khatri et al. 2025, arXiv 2510.13786); A: asymptote, B: efficiency, C_mid: tokens to half the gain; "
-            "R0 the step-0 score. Intervals: bootstrap over seeds. Arms are compared on A, then at equal A on C_mid. "
-            + (
-                ""
-                if len(tables["compute_fits"])
-                else "No run was evaluated at 3 or more compute points "
-                "(train with --eval-every-tokens): nothing to fit."
-            ),
-            render.compute_view(tables["compute_fits"], tables["compute_comparisons"]),
-        ),
-        (
-            "rliable summary (Agarwal et al. 2021)",
-            "IQM, mean, median and optimality gap of pass@k over runs x "
-            "tasks (percent), stratified-bootstrap intervals; P(> baseline): probability that a run of the arm beats "
-            "a run of the baseline on a task, averaged over tasks (smallest k).",
-            tables["rliable"],
-        ),
-        (
-            "cost",
-            "Rollout tokens and samples, steps, seconds per phase (means over runs), final pass@1.",
-            tables["cost"],
-        ),
-    ]
-    if len(tables["settings"]):
-        sections.append(
-            (
-                "settings swept within an arm (sensitivity)",
-                "Each arm's swept training settings: mean pass@k (smallest k, percent scale 0-1) on the validation "
-                "task, where the chosen one was picked, and on the test tasks (benchctl/report/tuning.py).",
-                tables["settings"],
-            )
-        )
-    return sections
+    return tables, _figures(data, passk, points, fits, summary, pairs)
 
 
 def _arrow(frame: pd.DataFrame) -> pa.Table:
@@ -186,7 +141,9 @@ def _arrow(frame: pd.DataFrame) -> pa.Table:
 
 
 def _write(result: ReportResult, config: ReportConfig) -> None:
-    from benchctl.report import render
+    from benchctl.report.page import html_page, markdown_page
+    from benchctl.report.sections import lead as sections_lead
+    from benchctl.report.sections import report_sections
     from benchctl.results.store import write_atomic, write_json, write_table
 
     out = Path(config.out)
@@ -197,7 +154,7 @@ def _write(result: ReportResult, config: ReportConfig) -> None:
     }
     write_json(out / "config.json", {"kind": REPORT_KIND, "config": record})
     for name, frame in result.tables.items():
-        if name not in ("main", "rliable"):
+        if name not in VIEWS:
             path = out / f"{name}.parquet"
             write_table(path, _arrow(frame))
             result.files.append(path)
@@ -205,10 +162,11 @@ def _write(result: ReportResult, config: ReportConfig) -> None:
         path = out / "plots" / f"{name}.png"
         write_atomic(path, lambda tmp, png=png: tmp.write_bytes(png))
         result.files.append(path)
-    sections, title = _sections(result.tables, config), "benchctl report"
+    sections = report_sections(result.tables, result.figures, config, result.notes)
+    lead = sections_lead(result.tables, config)
     for name, text in (
-        ("report.md", render.markdown_page(title, sections, result.figures, result.notes)),
-        ("report.html", render.html_page(title, sections, result.figures, result.notes)),
+        ("report.md", markdown_page(TITLE, lead, sections, result.figures)),
+        ("report.html", html_page(TITLE, lead, sections, result.figures)),
     ):
         write_atomic(out / name, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
         result.files.append(out / name)
@@ -217,12 +175,14 @@ def _write(result: ReportResult, config: ReportConfig) -> None:
 def build_report(config: ReportConfig) -> ReportResult:
     """Read, compute, draw and (with `config.out`) write the report; BenchctlError on bad input."""
     from benchctl.report.claims import read_claims
+    from benchctl.report.verdict import verdict_legend
 
     claim_list = read_claims(config.claims) if config.claims else None  # a bad file fails before any reading
     data = load_report_data(config)
     data.settings = select_settings(data, config.select_on)  # each arm at its best swept setting (validation)
     tables, figures = _compute(data, config, claim_list)
     result = ReportResult(tables, figures, list(data.notes), Path(config.out) if config.out else None)
+    result.legend = verdict_legend(config.baseline, config.confidence, config.alpha, not tables["comparisons"].empty)
     if config.out:
         _write(result, config)
     return result

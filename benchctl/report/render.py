@@ -1,22 +1,13 @@
-"""Render the report's tables: rich (terminal), markdown, and one self-contained HTML page (plots inline as
-base64 PNG).  Formatting only; the numbers come from `benchctl.report.stats` / `rl`."""
+"""The report's tables as text: the full per-k table, health, claims, compute fits, rliable and cost views, and
+rich tables for the terminal.  Formatting only; the numbers come from `benchctl.report.stats` / `rl`.  The
+compact verdict table: `verdict`; the pages (markdown, HTML): `page`."""
 
 from __future__ import annotations
 
-import base64
-import html
 import math
-import re
 
 import numpy as np
 import pandas as pd
-
-FIGURE_TITLES = {
-    "passk_curves": "pass@k curves (log k axis, CI band over seeds and problems)",
-    "training_curves": "training curves (mean over runs of an arm, min-max band over seeds)",
-    "pass1_vs_rollout_tokens": "pass@1 against rollout tokens (equal-compute comparison)",
-    "rliable": "rliable: aggregates with stratified-bootstrap intervals, performance profile",
-}
 
 
 def _num(value, digits: int = 1, scale: float = 100.0) -> str:
@@ -241,86 +232,3 @@ def _cell(value) -> str:
     if isinstance(value, float):
         return "-" if math.isnan(value) else f"{value:.4g}"
     return str(value)
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    """GitHub markdown table (pipes in cells escaped)."""
-    if frame.empty:
-        return "_(empty)_\n"
-    head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = [
-        "| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)
-    ]
-    return "\n".join([head, rule, *body]) + "\n"
-
-
-def markdown_page(
-    title: str, sections: list[tuple[str, str, pd.DataFrame | None]], figures: dict[str, bytes], notes: list[str]
-) -> str:
-    """sections: [(heading, text, table or None)]; figures are linked as plots/<name>.png."""
-    parts = [f"# {title}\n"]
-    for heading, text, table in sections:
-        parts.append(f"## {heading}\n\n{text}\n")
-        if table is not None:
-            parts.append(markdown_table(table))
-    parts += [f"## {FIGURE_TITLES.get(name, name)}\n\n![{name}](plots/{name}.png)\n" for name in figures]
-    if notes:
-        parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
-    return "\n".join(parts)
-
-
-def _td(value) -> str:
-    """One cell; unhealthy runs, too-few-seeds marks, significant differences and long text get a class."""
-    text = _cell(value)
-    kind = "warn" if text.startswith(WARN) else "few" if TOO_FEW in text or text.endswith("(too few)") else ""
-    kind = "sig" if text.endswith(" *") else "text" if len(text) > 40 and not kind else kind
-    return f"<td class='{kind}'>{html.escape(text)}</td>" if kind else f"<td>{html.escape(text)}</td>"
-
-
-def _html_table(frame: pd.DataFrame) -> str:
-    if frame.empty:
-        return "<p><em>(empty)</em></p>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(_td(v) for v in row) + "</tr>" for row in frame.itertuples(index=False))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-_CSS = (
-    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}table{border-collapse:collapse;"
-    "font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-    "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;"
-    "margin:1em 0;border:1px solid #eee}p.note,ul.note{color:#555;font-size:13px}td.warn{background:#fff3cd}"
-    "td.few{color:#777;font-style:italic}td.sig{font-weight:bold}td.text{text-align:left}"
-)
-
-
-def _html_text(text: str) -> str:
-    """A section's text: a paragraph, then its '* ' lines (if any) as a list; `code` spans as <code>."""
-    head, *items = [re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(t)) for t in text.split("\n* ")]
-    out = f"<p class='note'>{head}</p>"
-    if items:
-        out += "<ul class='note'>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
-    return out
-
-
-def html_page(
-    title: str, sections: list[tuple[str, str, pd.DataFrame | None]], figures: dict[str, bytes], notes: list[str]
-) -> str:
-    """One self-contained page: tables, then every figure as a data: URI (no external file is referenced)."""
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-    ]
-    for heading, text, table in sections:
-        parts.append(f"<h2>{html.escape(heading)}</h2>{_html_text(text)}")
-        if table is not None:
-            parts.append(_html_table(table))
-    for name, png in figures.items():
-        data = base64.b64encode(png).decode("ascii")
-        heading = html.escape(FIGURE_TITLES.get(name, name))
-        parts.append(f"<h2>{heading}</h2><img alt='{html.escape(name)}' src='data:image/png;base64,{data}'>")
-    if notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
