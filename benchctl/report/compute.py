@@ -10,17 +10,16 @@ rollout tokens generated (`rollout/tokens_total`, every sampled token, dropped g
 pass@k, and R0 the score of the starting model (the step-0 evaluation, shared by all arms) [our choice: fixed, as in
 ScaleRL, so that A, B and C_mid describe the training alone; fitted too when no run evaluated at step 0].
 
-Estimate: one least-squares fit (`scipy.optimize.curve_fit`, A in [0, 1], B in (0, 10], log C_mid free) to the
-points of every seed of the arm. Uncertainty [our choice]: the training run is the unit, so the CIs come from a
-percentile bootstrap over seeds: resample the arm's seeds with replacement, fit their pooled points again; an arm
-with one seed has no CI. Comparison with the baseline: the differences of the bootstrap replicates (resampled
-independently per arm); an arm is better when the asymptote's difference CI is above 0, and at equal asymptote
-(the CI contains 0) when the midpoint's ratio CI is below 1 (it gets there with less compute).
+Estimate: one least-squares fit (`fit_curve`: A and R0 in [0, 1], B in [0.2, 10], C_mid within e^-2 .. e^3 of the
+data's compute range) to the points of every seed of the arm. Uncertainty [our choice]: the training run is the
+unit, so the CIs come from a percentile bootstrap over seeds: resample the arm's seeds with replacement, fit their
+pooled points again; an arm with one seed has no CI. Comparison with the baseline: the differences of the bootstrap
+replicates (resampled independently per arm); an arm is better when the asymptote's difference CI is above 0, and at
+equal asymptote (the CI contains 0) when the midpoint's ratio CI is below 1 (it gets there with less compute).
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,41 +74,60 @@ class Fit:
 FAILED = Fit(np.nan, np.nan, np.nan, np.nan, np.nan)
 
 
+def _linear_part(s: np.ndarray, r: np.ndarray, r0: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """For shapes s = 1 / (1 + (C_mid / C)^B) (..., n): the least-squares (R0, A) of R = R0 (1 - s) + A s, both
+    clipped to [0, 1] (R0 given: A alone), as arrays of the leading shape."""
+    if r0 is not None:
+        a = r0 + ((r - r0) * s).sum(-1) / np.maximum((s * s).sum(-1), 1e-12)
+        return np.full(a.shape, r0), np.clip(a, 0.0, 1.0)
+    u = 1.0 - s  # normal equations of the two features u, s
+    suu, sss, sus = (u * u).sum(-1), (s * s).sum(-1), (u * s).sum(-1)
+    sur, ssr = (u * r).sum(-1), (s * r).sum(-1)
+    det = np.maximum(suu * sss - sus**2, 1e-12)
+    return np.clip((sss * sur - sus * ssr) / det, 0.0, 1.0), np.clip((suu * ssr - sus * sur) / det, 0.0, 1.0)
+
+
 def fit_curve(c: np.ndarray, r: np.ndarray, r0: float | None = None) -> Fit:
-    """Least-squares ScaleRL fit of scores `r` at compute `c` (points with c > 0); `r0` fixed when given."""
-    from scipy.optimize import curve_fit
+    """Least-squares ScaleRL fit of scores `r` at compute `c` (points with c > 0); `r0` fixed when given.
+
+    R is linear in (R0, A) for fixed (B, C_mid), so those are solved in closed form (variable projection) on a grid
+    of B in [0.2, 10] (log-spaced) x log C_mid over the data's range widened by e^-2 .. e^3, and the best point is
+    refined by Nelder-Mead on (log B, log C_mid) [our choice: a few ms a fit, so the seed bootstrap is cheap]."""
+    from scipy.optimize import minimize
 
     c, r = np.asarray(c, dtype=float), np.asarray(r, dtype=float)
     keep = (c > 0) & np.isfinite(r)
     c, r = c[keep], r[keep]
-    free_r0 = r0 is None
-    if len(np.unique(c)) < (4 if free_r0 else 3):
+    if len(np.unique(c)) < (4 if r0 is None else 3):
         return FAILED
-    guess_mid = float(np.log(np.median(c)))
-    top = float(np.clip(np.max(r), 1e-3, 1.0))
-    if free_r0:
-        p0, low, high = [float(np.clip(np.min(r), 0, 1)), top, 1.0, guess_mid], [0, 0, 1e-3, -50], [1, 1, 10, 50]
+    log_c = np.log(c)
 
-        def model(x, r0_, a, b, log_mid):
-            return scalerl_curve(x, r0_, a, b, np.exp(log_mid))
-    else:
-        p0, low, high = [top, 1.0, guess_mid], [0, 1e-3, -50], [1, 10, 50]
+    def shape(log_b, log_mid):  # broadcasts over grids: (..., n)
+        z = np.exp(np.asarray(log_b)[..., None]) * (np.asarray(log_mid)[..., None] - log_c)
+        return 1.0 / (1.0 + np.exp(np.clip(z, -50, 50)))
 
-        def model(x, a, b, log_mid):
-            return scalerl_curve(x, r0, a, b, np.exp(log_mid))
+    def sse(log_b, log_mid):
+        sh = shape(log_b, log_mid)
+        r0_, a = _linear_part(sh, r, r0)
+        return (((r0_[..., None] * (1 - sh) + a[..., None] * sh) - r) ** 2).sum(-1), r0_, a
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            params, _ = curve_fit(model, c, r, p0=p0, bounds=(low, high), maxfev=20000)
-    except (RuntimeError, ValueError):
-        return FAILED
-    rmse = float(np.sqrt(np.mean((model(c, *params) - r) ** 2)))
-    if free_r0:
-        r0_, a, b, log_mid = params
-    else:
-        (a, b, log_mid), r0_ = params, r0
-    return Fit(float(a), float(b), float(np.exp(log_mid)), float(r0_), rmse)
+    grid_b, grid_m = np.meshgrid(
+        np.log(np.geomspace(0.2, 10, 25)), np.linspace(log_c.min() - 2, log_c.max() + 3, 60), indexing="ij"
+    )
+    err, _, _ = sse(grid_b, grid_m)
+    i = np.unravel_index(np.argmin(err), err.shape)
+    start = np.array([grid_b[i], grid_m[i]])
+    bounds = np.array([[np.log(0.2), np.log(10)], [log_c.min() - 2, log_c.max() + 3]])
+    res = minimize(
+        lambda x: float(sse(*np.clip(x, bounds[:, 0], bounds[:, 1]))[0]),
+        start,
+        method="Nelder-Mead",
+        options={"xatol": 1e-4, "fatol": 1e-10, "maxiter": 400},
+    )
+    log_b, log_mid = np.clip(res.x, bounds[:, 0], bounds[:, 1])
+    err, r0_, a = sse(log_b, log_mid)
+    rmse = float(np.sqrt(err / len(c)))
+    return Fit(float(a), float(np.exp(log_b)), float(np.exp(log_mid)), float(r0_), rmse)
 
 
 def fit_arm(points: pd.DataFrame, resamples: int = 200, seed: int = 0):
