@@ -55,18 +55,31 @@ $(VERL_STAMP): pyproject.toml Makefile
 	$(VERL_PY) -m pip install -q --no-deps -e .
 	touch $(VERL_STAMP)
 
-# The main job on the embedded default: a matrix of GRPO against Dr.GRPO, DAPO, HA-DW, A-GRAE, AVSPO and DGPO on
-# the embedded tiny model and `arith` (two group sizes, two seeds, equal rollout-token budget per cell; see
-# examples/demo.yaml), each cell trained then evaluated (pass@k, k up to 16), then the report. Within 30 minutes on
-# a 2-core CPU machine. Rerunning skips finished cells and resumes an interrupted one.
+# The main job on the embedded default: GRPO against Dr.GRPO, DAPO, HA-DW and DGPO on the embedded tiny model and
+# `arith` (G=8, five seeds, equal rollout-token budget per cell, held-out evaluation on a token cadence; see
+# examples/demo.yaml), each cell trained then evaluated (pass@k, k up to 16), then the report (seed-level verdict,
+# compute curves, run health). Within 20 minutes on a 2-core CPU machine. Rerunning skips finished cells and resumes
+# an interrupted one.
 DEMO     ?= results/demo
 BENCHCTL := $(VENV)/bin/benchctl
-.PHONY: lab
+.PHONY: lab claims
 demo: venv
 	$(BENCHCTL) estimators
 	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO)
 	$(BENCHCTL) report $(DEMO) --baseline grpo --group-by estimator_label,group_size --out $(DEMO)/report
 	@echo "report: $(DEMO)/report/report.html (also report.md and parquet tables in $(DEMO)/report/)"
+
+# The seed papers' claims tested on the embedded testbed (examples/claims/README.md): three matrices (arith at G=8,
+# GRPO at G=16 for the equal-compute claim, arith_steps for OAR), five seeds, a learning-rate sweep per arm chosen on
+# the validation split, compute curves; then the report with the claims section and claims.parquet.
+CLAIMS ?= results/claims
+claims: venv
+	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-arith.yaml --results $(CLAIMS)/arith
+	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-arith-g16.yaml --results $(CLAIMS)/g16
+	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-steps.yaml --results $(CLAIMS)/steps
+	$(BENCHCTL) report $(CLAIMS)/arith $(CLAIMS)/g16 $(CLAIMS)/steps --baseline grpo \
+		--claims examples/claims/claims.yaml --out $(CLAIMS)/report
+	@echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"
 
 # The estimator lab (seconds to minutes, no model): the four simulation studies with tables, JSON and plots.
 lab: venv
