@@ -48,7 +48,7 @@ def markdown_page(title: str, lead: str, sections: list[Section], figures: dict[
     return "\n".join(parts)
 
 
-_NUMBER = re.compile(r"^([+-]?\d|-$|> \d)")
+_NUMBER = re.compile(r"^\s*([+-]?\d|-$|> \d)")
 
 
 def _td(value) -> str:

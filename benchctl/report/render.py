@@ -199,6 +199,20 @@ def cost_view(cost: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def cost_page_view(cost: pd.DataFrame) -> pd.DataFrame:
+    """The page's cost table: every column of cost.parquet, token and sample counts as 1.2M, seconds whole,
+    pass@1 in percent."""
+    view = cost.copy()
+    for col in view.columns:
+        if col.startswith("rollout_") or col in ("tokens", "samples"):
+            view[col] = [_compact(v) for v in view[col]]
+        elif col.startswith("time/"):
+            view[col] = [_num(v, 0, 1.0) for v in view[col]]
+        elif col.startswith("pass@"):
+            view[col] = [_num(v) for v in view[col]]
+    return view.rename(columns={c: f"{c} (%)" for c in view.columns if c.startswith("pass@")})
+
+
 def _compact(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"

@@ -153,5 +153,5 @@ def report_sections(tables: dict, figures: dict, config: ReportConfig, notes: li
         out.append(Section("claims of the papers, tested", text, render.claims_view(tables["claims"]), anchor="claims"))
     out += _figure_sections(tables, figures)
     cost = "Rollout tokens and samples, steps, seconds per phase (means over runs), final pass@1."
-    out.append(Section("cost", cost, tables["cost"], anchor="cost"))
+    out.append(Section("cost", cost, render.cost_page_view(tables["cost"]), anchor="cost"))
     return out + _detail_sections(tables, config, notes)

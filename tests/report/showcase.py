@@ -104,7 +104,7 @@ def _write_run(run: Path, config: dict, asym: float, tokens: int, fault, steps: 
 def write_showcase(root: Path, seeds: int = 5, group_sizes=(4, 8), steps: int = 60, every: int = 10, problems=60):
     """ROOT/results (runs + index.parquet) and ROOT/claims.yaml; returns (results, claims)."""
     results, rows = Path(root) / "results", []
-    faults = {("avspo", group_sizes[-1], 2): "collapsed", ("oar", group_sizes[0], 3): "stalled"}
+    faults = {("avspo", group_sizes[-1], 2): "collapsed", ("oar", group_sizes[0], 1): "stalled"}
     for est, (asym, tokens) in ARMS.items():
         for g in group_sizes:
             for seed in range(seeds):

@@ -1,5 +1,6 @@
-"""The report's HTML page opened in headless Chromium: a screenshot is taken, the table is there, every image
-loaded.  Chromium (Debian's `chromium`) is installed in set-up when missing and possible (root + apt-get);
+"""The report's HTML page opened in headless Chromium: a screenshot is taken, the tables are there, the first
+one is the verdict and fits on the first screen (1400x1000), every image loaded.  Chromium (Debian's `chromium`)
+is installed in set-up when missing and possible (root + apt-get);
 otherwise the test is skipped with the reason (shown by `pytest -ra`)."""
 
 import os
@@ -19,6 +20,9 @@ window.addEventListener('load', () => {
   document.body.setAttribute('data-images', String(imgs.length));
   document.body.setAttribute('data-images-loaded', String(imgs.filter(i => i.complete && i.naturalWidth > 0).length));
   document.body.setAttribute('data-table-rows', String(document.querySelectorAll('table tbody tr').length));
+  const first = document.querySelector('table');
+  document.body.setAttribute('data-first-table-is-verdict', String(Number(first.classList.contains('verdict'))));
+  document.body.setAttribute('data-verdict-bottom', String(Math.round(first.getBoundingClientRect().bottom)));
 });
 </script>"""
 
@@ -82,8 +86,11 @@ def test_report_page_renders_in_headless_chromium_with_its_table_and_every_image
     assert shot.is_file() and shot.read_bytes()[:4] == b"\x89PNG", done.stderr[-2000:]
     probed = tmp_path / "probed.html"
     probed.write_text(text.replace("</body>", _PROBE + "</body>"))
-    dom = _chromium(chromium, "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()).stdout
+    dom = _chromium(
+        chromium, "--virtual-time-budget=10000", "--window-size=1400,1000", "--dump-dom", probed.as_uri()
+    ).stdout
     attrs = dict(re.findall(r'data-([a-z-]+)="(\d+)"', dom))
     assert int(attrs["images"]) == len(result.figures) >= 4
     assert attrs["images-loaded"] == attrs["images"]
-    assert int(attrs["table-rows"]) >= len(result.tables["main"]) > 0
+    assert int(attrs["table-rows"]) >= len(result.tables["main"]) + len(result.tables["verdict"]) > 0
+    assert attrs["first-table-is-verdict"] == "1" and 0 < int(attrs["verdict-bottom"]) <= 1000
