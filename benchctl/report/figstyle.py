@@ -49,6 +49,9 @@ class ArmStyles:
     def contexts(self) -> list[str]:
         return list(self.dashes)
 
+    def is_baseline(self, arm: str) -> bool:
+        return self.colors.get(self.method.get(arm, arm)) == BASELINE_COLOR
+
     def of(self, arm: str) -> dict:
         """plot() keyword arguments of an arm (arms not known get grey)."""
         return {

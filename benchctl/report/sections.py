@@ -56,18 +56,13 @@ def _window_text(training: pd.DataFrame) -> str:
 def _figure_sections(tables: dict, figures: dict) -> list[Section]:
     fits = tables["compute_fits"]
     out = []
-    if "compute_curves" in figures or "pass1_vs_rollout_tokens" in figures:
-        text = COMPUTE_TEXT + ("" if len(fits) else " " + NO_FIT)
-        table = render.compute_view(fits, tables["compute_comparisons"]) if len(fits) else None
-        out.append(
-            Section(
-                "compute curves (ScaleRL fit)",
-                text,
-                table,
-                ("compute_curves", "pass1_vs_rollout_tokens"),
-                anchor="compute",
-            )
-        )
+    if len(fits):
+        table = render.compute_view(fits, tables["compute_comparisons"])
+        out.append(Section("compute curves (ScaleRL fit)", COMPUTE_TEXT, table, ("compute_curves",), anchor="compute"))
+    elif "compute_curves" in figures or "pass1_vs_rollout_tokens" in figures:
+        text = f"{NO_FIT} Each dot: one evaluation of one run; line: an arm's mean per step where it has several."
+        figs = ("compute_curves", "pass1_vs_rollout_tokens")
+        out.append(Section("pass@1 against rollout tokens", text, figures=figs, anchor="compute"))
     out.append(
         Section(
             "pass@k curves",

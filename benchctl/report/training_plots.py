@@ -21,6 +21,7 @@ TRAIN_METRICS = {
 }
 DIAGNOSTIC_PREFIXES = ("est/", "oar/")
 SKIPPED = ("est/acr",)  # AVSPO's est/acr is acr/all of what it saw: already a training panel
+MAX_LINES = 8  # arms in one training panel; more are split over several panels (each with the baseline)
 
 
 def smoothing_window(steps: int) -> int:
@@ -88,21 +89,38 @@ def training_curves(data: ReportData, styles: ArmStyles):
     if not cols:
         return None
     window = smoothing_window(int(m["step"].max()))
-    contexts = [c for c in styles.contexts if (m["arm"].map(styles.context) == c).any()] or [""]
-    split = len(contexts) > 1
-    fig, axes = grid(len(cols) * len(contexts), len(contexts) if split else 3, 5.6 if split else 4.6, 2.8)
+    columns = panel_columns(sorted(m["arm"].unique()), styles)
+    split = len(columns) > 1
+    fig, axes = grid(len(cols) * len(columns), len(columns) if split else 3, 5.6 if split else 4.6, 2.8)
     panels = iter(axes)
     for col in cols:
         row = []
-        for context in contexts:
+        for label, arms in columns:
             ax = next(panels)
-            arms = sorted(a for a in m["arm"].unique() if styles.context.get(a, "") == context)
             _draw(ax, m, col, arms, styles, window)
-            ax.set_title(panel_title(f"{col}: {TRAIN_METRICS[col]}", context), fontsize=10)
+            ax.set_title(panel_title(f"{col}: {TRAIN_METRICS[col]}", label), fontsize=10)
             row.append(ax)
         _share_y(row)
     styles.legend(fig, m["arm"].unique(), title=caption(window))
     return fig
+
+
+def panel_columns(arms: list[str], styles: ArmStyles) -> list[tuple[str, list[str]]]:
+    """(label, arms) of each column of training panels: one per context; a context with more than
+    `MAX_LINES` arms is split into columns of at most `MAX_LINES` - 1 arms, each with the baseline."""
+    out = []
+    for context in [c for c in styles.contexts if any(styles.context.get(a, "") == c for a in arms)] or [""]:
+        own = [a for a in arms if styles.context.get(a, "") == context]
+        base = [a for a in own if styles.is_baseline(a)]
+        others = [a for a in own if a not in base]
+        if len(own) <= MAX_LINES:
+            out.append((context, own))
+            continue
+        parts = -(-len(others) // max(1, MAX_LINES - len(base)))  # ceil
+        size = -(-len(others) // parts)  # even, contiguous chunks
+        chunks = [others[i : i + size] for i in range(0, len(others), size)]
+        out += [(f"{context} arms {i + 1}/{len(chunks)}".strip(), base + c) for i, c in enumerate(chunks)]
+    return out
 
 
 def diagnostics(data: ReportData, styles: ArmStyles):

@@ -171,3 +171,14 @@ def test_more_than_ten_methods_get_distinct_colours():
     styles = arm_styles(runs, ("estimator_label",), "estimator_label", {"m0"})
     colors = [tuple(np.round(c, 4)) for c in styles.colors.values()]
     assert len(set(colors)) == 14
+
+
+def test_a_context_with_more_than_eight_arms_is_split_over_panels_each_with_the_baseline():
+    names = ["grpo", *(f"m{i:02d}" for i in range(11))]
+    runs = pd.DataFrame({"arm": names, "estimator_label": names})
+    styles = arm_styles(runs, ("estimator_label",), "estimator_label", {"grpo"})
+    columns = training_plots.panel_columns(names, styles)
+    assert [label for label, _ in columns] == ["arms 1/2", "arms 2/2"]
+    assert all(arms[0] == "grpo" and len(arms) <= training_plots.MAX_LINES for _, arms in columns)
+    assert sorted(a for _, arms in columns for a in arms[1:]) == names[1:]
+    assert training_plots.panel_columns(names[:8], styles) == [("", names[:8])]
