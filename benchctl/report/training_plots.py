@@ -25,7 +25,7 @@ MAX_LINES = 8  # arms in one training panel; more are split over several panels 
 
 
 def smoothing_window(steps: int) -> int:
-    """Steps of the trailing rolling mean: 1 (none) up to 39 steps, then about a twentieth of the run."""
+    """Steps of the trailing rolling mean: 1 (none) up to 29 steps, then about a twentieth of the run."""
     return max(1, round(steps / 20))
 
 
