@@ -46,6 +46,9 @@ def run_command(
             "--address", help="Ray cluster address (--executor ray); default: a local cluster for this command."
         ),
     ] = None,
+    report_to: Annotated[
+        str, typer.Option("--report-to", help="Each cell's trackers: none | tensorboard,wandb,trackio.")
+    ] = "none",
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
     interrupted ones from their checkpoint and retries failed ones. Exit 1 when a cell failed, 130 on Ctrl-C."""
@@ -57,7 +60,14 @@ def run_command(
     if dry_run:
         print_cells(spec, results)
         return
-    outcome = run_matrix(spec, results, executor=executor, on_event=progress_printer(len(spec.cells)), address=address)
+    outcome = run_matrix(
+        spec,
+        results,
+        executor=executor,
+        on_event=progress_printer(len(spec.cells)),
+        address=address,
+        report_to=report_to,
+    )
     print_outcome(outcome)
     if outcome.interrupted or outcome.failed:
         raise typer.Exit(130 if outcome.interrupted else 1)

@@ -8,6 +8,33 @@ from typing import Annotated
 import typer
 
 Opt = typer.Option
+# issue 16: precision, bounded memory, rollout correction, the sync check, trackers (docs/gpu.md)
+Dtype = Annotated[
+    str | None, Opt("--dtype", help="Compute dtype: auto (bf16 on CUDA) | float32 | bfloat16; weights stay fp32.")
+]
+MicroBatchTokens = Annotated[
+    int | None, Opt("--micro-batch-tokens", help="Rows x width per forward (bounded memory; default off).")
+]
+LogprobChunkTokens = Annotated[
+    int | None, Opt("--logprob-chunk-tokens", help="Positions per vocabulary block (default 1024).")
+]
+GpuMemoryUtilization = Annotated[
+    float | None, Opt("--gpu-memory-utilization", help="GPU share of the colocated vLLM (default 0.3).")
+]
+RolloutCorrection = Annotated[
+    str | None,
+    Opt("--rollout-correction", help="none | tis | seq-tis | mis | seq-mis | rs | seq-rs | geo-rs | icepop."),
+]
+RolloutCorrectionLow = Annotated[
+    float | None, Opt("--rollout-correction-low", help="Lower ratio bound (default: the mode's).")
+]
+RolloutCorrectionHigh = Annotated[
+    float | None, Opt("--rollout-correction-high", help="Upper ratio bound (default: the mode's).")
+]
+SyncCheck = Annotated[
+    float | None, Opt("--sync-check", help="Max probe log-prob gap after a sync (fp32 1e-3, bf16 0.25; 0 off).")
+]
+ReportTo = Annotated[str | None, Opt("--report-to", help="none | tensorboard,wandb,trackio (a comma list).")]
 
 
 def train_command(
@@ -48,6 +75,15 @@ def train_command(
     data_dir: Annotated[str | None, Opt("--data-dir", envvar="BENCHCTL_DATA_DIR", help="Local data folder.")] = None,
     device: Annotated[str | None, Opt("--device", help="auto | cpu | cuda.")] = None,
     engine: Annotated[str | None, Opt("--engine", help="native (default) | verl: veRL data, config, launch.")] = None,
+    dtype: Dtype = None,
+    micro_batch_tokens: MicroBatchTokens = None,
+    logprob_chunk_tokens: LogprobChunkTokens = None,
+    gpu_memory_utilization: GpuMemoryUtilization = None,
+    rollout_correction: RolloutCorrection = None,
+    rollout_correction_low: RolloutCorrectionLow = None,
+    rollout_correction_high: RolloutCorrectionHigh = None,
+    sync_check: SyncCheck = None,
+    report_to: ReportTo = None,
     out: Annotated[
         str | None, Opt("--out", help="Run folder (default results/train/<model>-<est>-G<G>-s<seed>).")
     ] = None,

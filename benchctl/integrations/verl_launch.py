@@ -29,7 +29,8 @@ max_grad_norm -> actor.optim.clip_grad (0 = off -> inf; veRL 0.9.1's engine igno
 multiplies by rollout.n).  Not expressible in veRL's main_ppo and refused
 (`check_supported`): token_budget (veRL stops by steps), dynamic_sampling (DAPO's filter_groups lives in
 veRL's recipe folder, not main_ppo), loss_agg token-mean-nondegenerate, OAR (no token scores), --resume
-(rerun launch.sh: veRL resumes from RUN/verl/checkpoints itself).
+(rerun launch.sh: veRL resumes from RUN/verl/checkpoints itself), and the issue-16 settings not mapped to veRL's
+(dtype float32, micro_batch_tokens, rollout_correction, report_to, sync_check).
 """
 
 from __future__ import annotations
@@ -97,6 +98,14 @@ def check_supported(cfg) -> None:
         (cfg.resume is not None, "--resume: rerun RUN/verl/launch.sh, veRL resumes from its own checkpoints"),
         (cfg.eval_every_tokens > 0, "eval_every_tokens: veRL validates on a step cadence; set eval_every"),
         (cfg.overlong_shaping, "overlong_shaping: not mapped to veRL's reward manager; set overlong_shaping: false"),
+        (cfg.dtype == "float32", "dtype float32: veRL's FSDP actor computes in bf16 over fp32 weights (dtype auto)"),
+        (
+            cfg.micro_batch_tokens is not None,
+            "micro_batch_tokens: veRL sizes its own micro-batches (ppo_micro_batch_size_per_gpu, use_dynamic_bsz)",
+        ),
+        (cfg.rollout_correction != "none", "rollout_correction: not mapped to veRL's rollout_is / rollout_rs"),
+        (cfg.report_to != "none", "report_to: veRL logs through its own trainer.logger"),
+        (cfg.sync_check is not None, "sync_check: the weight-sync probe is part of benchctl's trainer only"),
     ]
     for refused, why in refusals:
         if refused:

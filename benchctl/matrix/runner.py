@@ -140,13 +140,18 @@ def run_matrix(
     executor: str = "serial",
     on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None,
     address: str | None = None,
+    report_to: str = "none",
 ) -> MatrixOutcome:
     """Train and evaluate every unfinished cell of `spec` under `results`; see the module docstring.
 
     `on_event(kind, cell, outcome)` is called with kind `skip`, `start` or `done` (for printing progress).
-    `address`: the Ray cluster for `executor="ray"` (benchctl.matrix.ray_executor)."""
+    `address`: the Ray cluster for `executor="ray"` (benchctl.matrix.ray_executor). `report_to`: each cell's
+    experiment trackers (`--report-to`, a run setting a resume may change, so not part of the cells)."""
     if executor not in EXECUTORS:
         raise BenchctlError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
+    from benchctl.trainers.trackers import parse_report_to
+
+    parse_report_to(report_to)  # an unknown tracker fails before any cell
     check_cells(spec.cells)
     results = Path(results)
     results.mkdir(parents=True, exist_ok=True)
@@ -181,7 +186,8 @@ def run_matrix(
         event("done", cell, outcome)
 
     save()
-    work = functools.partial(run_cell, results=str(results.resolve()))  # absolute: workers may run elsewhere
+    absolute = str(results.resolve())  # workers may run elsewhere
+    work = functools.partial(run_cell, results=absolute, report_to=report_to)
     EXECUTORS[executor](todo, work, on_start, on_done, address=address)
     ordered = tuple(outcomes[c.name] for c in spec.cells if c.name in outcomes)
     return MatrixOutcome(results / INDEX_FILE, ordered)
@@ -202,7 +208,7 @@ def check_cells(cells: Sequence[Cell]) -> None:
 # ---- one cell -----------------------------------------------------------------------------------------------
 
 
-def run_cell(cell: Cell, results: str) -> CellOutcome:
+def run_cell(cell: Cell, results: str, report_to: str = "none") -> CellOutcome:
     """Train (or continue) and evaluate one cell; never raises for a failing cell (Ctrl-C -> interrupted)."""
     start = time.perf_counter()
     run = run_folder(Path(results), cell)
@@ -211,7 +217,7 @@ def run_cell(cell: Cell, results: str) -> CellOutcome:
         if (run / "model" / "config.json").is_file():
             check_not_stale(cell, run)
         else:
-            result = train_cell(cell, run)
+            result = train_cell(cell, run, report_to=report_to)
             if result.interrupted:
                 return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
             if getattr(result, "pending", None):  # engine verl without veRL/GPU here: the cluster runs it
@@ -236,7 +242,7 @@ def check_not_stale(cell: Cell, run: Path) -> None:
     stored = train_run.read_config(run)
     for key, want in cell.train_values().items():
         have = stored.get(key, {}).get("value", want)
-        if key != "progress" and have != want:
+        if key not in ("progress", "report_to", "sync_check") and have != want:  # run settings, not the training
             raise BenchctlError(
                 f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
                 "use another --results folder or remove the run folder"
@@ -254,7 +260,7 @@ def _reason(exc: BaseException, run: Path) -> str:
     return text if isinstance(exc, BenchctlError) else f"{type(exc).__name__}: {text}"
 
 
-def train_cell(cell: Cell, run: Path):
+def train_cell(cell: Cell, run: Path, report_to: str = "none"):
     """Start the cell's training run, or continue it from its latest checkpoint (`engine: verl` under `train:`:
     prepare RUN/verl/ and run or ingest it, `benchctl.integrations.verl_launch.launch`)."""
     from benchctl.trainers import build_config, train
@@ -265,7 +271,7 @@ def train_cell(cell: Cell, run: Path):
         return launch(build_config(flag_values={**cell.train_values(), "out": str(run)}))
     if run.exists() and not (run / "config.json").is_file():
         shutil.rmtree(run)  # killed before the trainer wrote its config, or only a failure log: start afresh
-    values = cell.train_values()
+    values = {**cell.train_values(), "report_to": report_to}
     if (run / "config.json").is_file():
         cfg = build_config(flag_values={**values, "resume": str(run)})
     else:

@@ -20,6 +20,7 @@ LOSS_AGGS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm", "to
 RATIO_LEVELS = ("token", "sequence")
 DEVICES = ("auto", "cpu", "cuda")
 ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch
+DTYPES = ("auto", "float32", "bfloat16")  # the policy's compute dtype (`policy.resolve_dtype`)
 
 # Spec §6: what each recipe sets, with its source in the paper (README, "Recipes").  A later source (file, flag)
 # still overrides a recipe value.  `mini_batches` is the paper's number of optimizer steps per rollout batch, capped
@@ -61,6 +62,8 @@ RESUMABLE_CHANGES = (
     "out",
     "progress",
     "threads",
+    "report_to",  # trackers: where the metrics go, not what is trained
+    "sync_check",  # the weight-sync probe's threshold: a check, not part of the update
 )
 
 
@@ -120,6 +123,23 @@ class TrainConfig:
     engine: str = _f("native", "native (benchctl's trainer) or verl (veRL data, config, launch; runs if able)")
     threads: int | None = _f(None, "torch threads for the policy's forward/backward; None -> all cores")
     gpu_memory_utilization: float = _f(0.3, "GPU memory fraction for the colocated vLLM engine (GPU only)")
+    dtype: str = _f(
+        "auto",
+        "policy compute dtype: auto (bfloat16 on CUDA, else float32), float32, bfloat16 (fp32 weights, autocast)",
+    )
+    micro_batch_tokens: int | None = _f(
+        None, "rows x padded width per forward/backward (token-budget micro-batches, chunked log-probs); None = off"
+    )
+    logprob_chunk_tokens: int = _f(1024, "with micro_batch_tokens: positions per (chunk x vocabulary) logits block")
+    rollout_correction: str = _f(
+        "none", "engine/trainer mismatch correction: none, tis, seq-tis, mis, seq-mis, rs, seq-rs, geo-rs, icepop"
+    )
+    rollout_correction_low: float | None = _f(None, "rollout correction's lower ratio bound; None -> the mode's")
+    rollout_correction_high: float | None = _f(None, "rollout correction's upper ratio bound; None -> the mode's")
+    sync_check: float | None = _f(
+        None, "max probe log-prob gap (nats) after each weight sync; None -> 1e-3 (fp32), 0.25 (bf16); 0 = off"
+    )
+    report_to: str = _f("none", "experiment trackers: none, or a comma list of tensorboard, wandb, trackio")
     out: str | None = _f(None, "run folder; None -> results/train/<model>-<estimator>-G<G>-s<seed>")
     resume: str | None = _f(None, "continue the run in this folder from its latest checkpoint")
     progress: bool = _f(True, "live display on stderr")
@@ -283,6 +303,16 @@ def validate(cfg: TrainConfig) -> None:
     _check_choice("ratio", cfg.ratio, RATIO_LEVELS)
     _check_choice("device", cfg.device, DEVICES)
     _check_choice("engine", cfg.engine, ENGINES)
+    _check_choice("dtype", cfg.dtype, DTYPES)
+    if cfg.micro_batch_tokens is not None:
+        check_range("micro_batch_tokens", cfg.micro_batch_tokens, 1)
+    check_range("logprob_chunk_tokens", cfg.logprob_chunk_tokens, 1)
+    if cfg.sync_check is not None:
+        check_range("sync_check", cfg.sync_check, 0)
+    rollout_correction(cfg)
+    from benchctl.trainers.trackers import parse_report_to
+
+    parse_report_to(cfg.report_to)
     _check_combinations(cfg)
     _check_estimator(cfg, build_estimator(cfg))
 
@@ -426,6 +456,17 @@ def parse_eval_ks(text: str) -> tuple[int, ...]:
     from benchctl.results.kspec import parse_ks
 
     return parse_ks(str(text))
+
+
+def rollout_correction(cfg: TrainConfig):
+    """The run's `RolloutCorrection` (BenchctlError naming the modes for an unknown one, or bad bounds)."""
+    from benchctl.trainers.rollout_correction import MODES, RolloutCorrection
+
+    if cfg.rollout_correction not in MODES:
+        raise BenchctlError(
+            f"rollout_correction={cfg.rollout_correction!r} is not valid; choose one of: {', '.join(MODES)}"
+        )
+    return RolloutCorrection(cfg.rollout_correction, cfg.rollout_correction_low, cfg.rollout_correction_high)
 
 
 def build_estimator(cfg: TrainConfig):

@@ -8,9 +8,11 @@
     advantage  one registry call: est.advantages(rewards) on every group sampled this step (all rounds, so batch
                statistics and state see the policy's actual batch, spec §6), then the filter keeps the informative
                groups for the update; est.token_advantages(...) (N, T) of those
-    loss       clipped surrogate (token ratio, or GSPO's sequence ratio) + optional k3 KL, aggregated (spec §6)
+    loss       clipped surrogate (token ratio, or GSPO's sequence ratio) + optional k3 KL, aggregated (spec §6);
+               forward in `--dtype` over fp32 weights, in token-budget micro-batches with `--micro-batch-tokens`,
+               advantages weighted by `--rollout-correction` (engine/trainer mismatch) when on
     update     epochs x mini-batches of AdamW with gradient clipping, on every core (`policy.threads`)
-    sync       engine.load_weights(policy weights)
+    sync       engine.load_weights(policy weights), then verified on a probe sequence (`sync.check_sync`)
     log        metrics row, rollouts part, live display; checkpoint and held-out eval on their cadence
 
 The trainer never branches on an estimator's name: what an estimator needs (OAR's importance scores) it asks
@@ -33,22 +35,30 @@ import torch
 from benchctl.estimators._common import group_stats
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
-from benchctl.trainers.config import TrainConfig, eval_due, evaluates, parse_eval_ks, resolved_overlong_buffer
-from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss, token_entropy
+from benchctl.trainers.config import TrainConfig, eval_due, evaluates, resolved_overlong_buffer
+from benchctl.trainers.heldout import evaluate
+from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss
 from benchctl.trainers.policy import (
-    completion_logits,
+    chunked_sequence_logprobs,
+    compute_context,
     deterministic,
     engine_state_dict,
-    gather_logprobs,
     length_buckets,
     pack,
+    param_change,
+    param_snapshot,
+    sampled_logprobs,
     sequence_logprobs,
     threads,
+    token_budget_split,
+    token_logprobs,
 )
+from benchctl.trainers.rollout_correction import correction_weights, mismatch_metrics
 from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
 from benchctl.trainers.scores import SCORERS, answer_masks
 from benchctl.trainers.session import Session, draw, export_final_model, open_session, save_checkpoint
 from benchctl.trainers.shaping import overlong_penalty
+from benchctl.trainers.sync import check_sync
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,7 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
     s = open_session(cfg)
     if display is not None:
         s.display = display
-    with stop_on_sigint(s), s.display:
+    with s.trackers, stop_on_sigint(s), s.display:  # trackers closed at the end, on Ctrl-C and on errors
         if evaluates(cfg) and s.state.step == 0:  # the starting point, for before/after comparisons
             evaluate(s, 0)
         while s.state.step < cfg.steps and not _budget_spent(s) and not s.stop_requested:
@@ -99,17 +109,18 @@ def train_step(s: Session, step: int) -> dict[str, float]:
     token_adv = torch.as_tensor(token_adv, dtype=torch.float32, device=s.device)
     degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
     nondegenerate = torch.as_tensor(np.repeat(~degenerate, cfg.group_size), device=s.device)
-    engine_lp = _engine_logprobs(samples, batch)
+    engine_lp = sampled_logprobs(samples, batch)
     # ---- loss + update ------------------------------------------------------------------------------------
     s.engine.sleep()
     with threads(s.threads), deterministic(s.device == "cpu"):  # same seed, same bits (policy.deterministic)
         diagnostics = measure(s, batch, engine_lp, times)
-        update_metrics = update(s, step, batch, token_adv, nondegenerate, times)
-    _warn_on_gap(s, step, diagnostics["logprob/engine_gap"])
+        update_metrics = update(s, step, batch, token_adv, nondegenerate, engine_lp, times)
     # ---- sync ---------------------------------------------------------------------------------------------
     with times("sync"):
         s.engine.wake_up()
         s.engine.load_weights(engine_state_dict(s.model))
+    with times("sync_check"):  # independent of the sync code: the engine now scores a probe as the policy does
+        diagnostics["sync/probe_gap"] = check_sync(s, step)
     # ---- log ----------------------------------------------------------------------------------------------
     every = [x for group in got.groups for x in group]  # every rollout sampled this step
     num_tokens = np.array([x.num_tokens for x in every])
@@ -213,47 +224,74 @@ def importance_scores(s: Session, batch, samples) -> tuple[np.ndarray | None, np
     reasoning, answer = answer_masks(
         s.task, [x.text for x in samples], [x.token_ids for x in samples], s.engine.tokenizer, width
     )
-    with threads(s.threads):
-        scores = SCORERS[kind](s.model, batch, answer, reasoning, s.cfg.temperature, s.pad_id)
+    cfg = s.cfg
+    with threads(s.threads), compute_context(s.compute_dtype, s.device):
+        scores = SCORERS[kind](
+            s.model,
+            batch,
+            answer,
+            reasoning,
+            cfg.temperature,
+            s.pad_id,
+            cfg.micro_batch_tokens,
+            cfg.logprob_chunk_tokens,
+        )
     return scores.float().cpu().numpy(), reasoning.numpy()
 
 
-def _engine_logprobs(samples, batch) -> torch.Tensor:
-    """The engine's log-probability of each sampled token (N, T), 0 on padding."""
-    out = torch.zeros(batch.tokens.shape, dtype=torch.float32)
-    for i, x in enumerate(samples):
-        if x.logprobs:
-            out[i, : len(x.logprobs)] = torch.tensor(x.logprobs, dtype=torch.float32)
-    return out.to(batch.tokens.device)
-
-
 def measure(s: Session, batch, engine_lp: torch.Tensor, times: PhaseTimer) -> dict[str, float]:
-    """policy/entropy and logprob/engine_gap(_max), token means over the first completion of every group (rows 0, G,
-    2G, ...), forwarded without grad before the update: the same rows and the policy the engine sampled from, whatever
-    the estimator, `skip_zero_advantage` or the mini-batch structure."""
+    """policy/entropy, logprob/engine_gap(_max) and the mismatch `rollout_corr/kl_k1|kl_k3|ratio_ess`, token means
+    over the first completion of every group (rows 0, G, 2G, ...), forwarded without grad before the update: the
+    same rows and the policy the engine sampled from, whatever the estimator, `skip_zero_advantage`, the
+    mini-batch structure or the rollout correction."""
     rows = torch.arange(0, batch.tokens.shape[0], s.cfg.group_size, device=batch.tokens.device)  # (P,)
-    entropy = gap = tokens = gap_max = 0.0
-    with times("logprobs"), torch.no_grad():
-        for bucket in length_buckets(batch.rows(rows)):
-            sub, idx = batch.rows(rows[bucket]).trim(), rows[bucket]
-            logits = completion_logits(s.model, sub, s.cfg.temperature)  # (b, t, V)
-            diff = (gather_logprobs(logits, sub.tokens) - engine_lp[idx, : sub.tokens.shape[1]]).abs() * sub.mask
-            entropy += float((token_entropy(logits) * sub.mask).sum())
-            gap, gap_max = gap + float(diff.sum()), max(gap_max, float(diff.max()))
-            tokens += float(sub.mask.sum())
-    nan = float("nan")
+    logp, entropy = torch.zeros(batch.mask[rows].shape), torch.zeros(batch.mask[rows].shape)  # (P, T)
+    with times("logprobs"), torch.no_grad(), compute_context(s.compute_dtype, s.device):
+        for piece in _pieces(s.cfg, batch.rows(rows)):
+            sub = batch.rows(rows[piece]).trim()
+            lp, ent = token_logprobs(s.model, sub, s.cfg.temperature, _chunk(s.cfg), entropy=True)
+            t = sub.tokens.shape[1]
+            logp[piece.cpu(), :t], entropy[piece.cpu(), :t] = lp.float().cpu(), ent.float().cpu()
+    mask, engine = batch.mask[rows].float().cpu(), engine_lp[rows].float().cpu()
+    tokens, diff = float(mask.sum()), (logp - engine).abs() * mask
+    if not tokens:
+        return dict.fromkeys(("policy/entropy", "logprob/engine_gap", "logprob/engine_gap_max"), float("nan"))
     return {
-        "policy/entropy": entropy / tokens if tokens else nan,
-        "logprob/engine_gap": gap / tokens if tokens else nan,
-        "logprob/engine_gap_max": gap_max if tokens else nan,
+        "policy/entropy": float((entropy * mask).sum()) / tokens,
+        "logprob/engine_gap": float(diff.sum()) / tokens,
+        "logprob/engine_gap_max": float(diff.max()),
+        **mismatch_metrics(logp, engine, mask),
     }
 
 
+def _pieces(cfg, batch) -> list[torch.Tensor]:
+    """Row-index tensors, one forward each: token-budget micro-batches with `micro_batch_tokens`, else length
+    buckets (both trimmed of their padding columns by the caller)."""
+    return token_budget_split(batch, cfg.micro_batch_tokens) if cfg.micro_batch_tokens else length_buckets(batch)
+
+
+def _chunk(cfg) -> int | None:
+    """Positions per vocabulary block of the log-probs (bounded memory) with `micro_batch_tokens`; None = full."""
+    return cfg.logprob_chunk_tokens if cfg.micro_batch_tokens else None
+
+
+def _frozen_logprobs(s: Session, model, batch) -> torch.Tensor:
+    """No-grad token log-probs (N, T) of pi_old / the reference, in the compute dtype (bounded when micro-batching)."""
+    cfg = s.cfg
+    with compute_context(s.compute_dtype, s.device):
+        if cfg.micro_batch_tokens:
+            return chunked_sequence_logprobs(
+                model, batch, cfg.temperature, cfg.micro_batch_tokens, cfg.logprob_chunk_tokens
+            )[0]
+        return sequence_logprobs(model, batch, cfg.temperature)
+
+
 def update(
-    s: Session, step: int, batch, token_adv: torch.Tensor, nondegenerate: torch.Tensor, times: PhaseTimer
+    s: Session, step: int, batch, token_adv: torch.Tensor, nondegenerate: torch.Tensor, engine_lp, times: PhaseTimer
 ) -> dict[str, float]:
     """epochs x mini-batches of clipped policy-gradient steps on the rollout batch; returns update metrics.
-    Mini-batches are capped at the rows (a dynamic-sampling batch may hold fewer), so none is empty."""
+    Mini-batches are capped at the rows (a dynamic-sampling batch may hold fewer), so none is empty. With a rollout
+    correction, the token advantages are weighted by `correction_weights(pi_old, engine)` first."""
     cfg = s.cfg
     n = batch.tokens.shape[0]
     splits = min(cfg.mini_batches, n)
@@ -263,21 +301,29 @@ def update(
         else torch.ones(n, dtype=torch.bool, device=token_adv.device)
     )  # (N,)
     old = ref = None
+    out: dict[str, float] = {}
     with times("logprobs"):
-        if cfg.epochs * splits > 1:  # off-policy after the first mini-batch: freeze pi_old first
+        if cfg.epochs * splits > 1 or s.correction.mode != "none":  # off-policy or corrected: freeze pi_old first
             old = torch.zeros_like(batch.mask)
-            old[active] = sequence_logprobs(s.model, batch.rows(active.nonzero().squeeze(1)), cfg.temperature)
+            old[active] = _frozen_logprobs(s, s.model, batch.rows(active.nonzero().squeeze(1)))
         if s.ref is not None:
-            ref = sequence_logprobs(s.ref, batch, cfg.temperature)
+            ref = _frozen_logprobs(s, s.ref, batch)
+    if s.correction.mode != "none":  # spec: the weights change the measure (detached), on the trained rows
+        weights, m = correction_weights(old, engine_lp, batch.mask * active[:, None], s.correction)
+        token_adv = token_adv * weights  # (N, T)
+        out.update({k: float(v) for k, v in m.items() if not k.startswith("rollout_corr/kl")})  # kl: `measure`
+    old = old if cfg.epochs * splits > 1 else None  # one step per batch: ratio exactly 1 (the loss detaches logp)
     sums: dict[str, float] = {}
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
     with times("update"):
+        before = param_snapshot(s.model, s.param_stride)
         for _ in range(cfg.epochs):
             order = torch.randperm(n, generator=generator) if splits > 1 else torch.arange(n)
             for mb in torch.tensor_split(order.to(token_adv.device), splits):
                 _minibatch_step(s, batch, mb, active[mb], token_adv, nondegenerate, old, ref, sums)
         s.scheduler.step()
-    out = {k: v / (cfg.epochs * splits) for k, v in sums.items()}
+        out["update/param_change"] = float(param_change(s.model, before, s.param_stride))
+    out.update({k: v / (cfg.epochs * splits) for k, v in sums.items()})
     out["update/optimizer_steps"] = float(cfg.epochs * splits)
     out["update/rows_trained"] = float(active.sum())
     out["update/rows_skipped"] = float(n - active.sum())
@@ -285,8 +331,9 @@ def update(
 
 
 def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref, sums: dict) -> None:
-    """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in `length_buckets`,
-    each trimmed of its padding columns; the buckets' losses (sums over rows) accumulate one gradient."""
+    """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in pieces (`_pieces`:
+    length buckets, or token-budget micro-batches), each trimmed of its padding columns, the forward and loss in
+    the compute dtype; the pieces' losses (sums over rows) accumulate one gradient."""
     cfg = s.cfg
     weights = aggregation_weights(batch.mask[mb], s.agg, nondegenerate[mb], s.max_tokens)[mb_active]  # ALL rows
     rows = mb[mb_active]
@@ -294,22 +341,23 @@ def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, 
     # run gets the same zero grads from checkpoint.load_optimizer
     s.optimizer.zero_grad(set_to_none=False)
     parts = []
-    for bucket in length_buckets(batch.rows(rows)):  # none when every row is skipped
-        sub, idx = batch.rows(rows[bucket]).trim(), rows[bucket]
+    for piece in _pieces(cfg, batch.rows(rows)):  # none when every row is skipped
+        sub, idx = batch.rows(rows[piece]).trim(), rows[piece]
         t = sub.tokens.shape[1]
-        logp = gather_logprobs(completion_logits(s.model, sub, cfg.temperature), sub.tokens)  # (b, t)
-        loss, m = policy_loss(
-            logp,
-            logp.detach() if old is None else old[idx, :t],
-            token_adv[idx, :t],
-            weights[bucket, :t],
-            sub.mask,
-            clip_low=cfg.clip_low,
-            clip_high=cfg.clip_high,
-            ratio=cfg.ratio,
-            kl_coef=cfg.kl_coef,
-            ref_logp=None if ref is None else ref[idx, :t],
-        )
+        with compute_context(s.compute_dtype, s.device):
+            logp, _ = token_logprobs(s.model, sub, cfg.temperature, _chunk(cfg))  # (b, t)
+            loss, m = policy_loss(
+                logp,
+                logp.detach() if old is None else old[idx, :t],
+                token_adv[idx, :t],
+                weights[piece, :t],
+                sub.mask,
+                clip_low=cfg.clip_low,
+                clip_high=cfg.clip_high,
+                ratio=cfg.ratio,
+                kl_coef=cfg.kl_coef,
+                ref_logp=None if ref is None else ref[idx, :t],
+            )
         loss.backward()
         parts.append((m, float(sub.mask.sum())))
     for key, value in combine_metrics(parts).items():
@@ -318,18 +366,6 @@ def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, 
     norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), max_norm)
     sums["policy/grad_norm"] = sums.get("policy/grad_norm", 0.0) + float(norm)
     s.optimizer.step()
-
-
-def _warn_on_gap(s: Session, step: int, gap: float) -> None:
-    """Warn when the engine/policy log-prob gap jumps: the engine is likely sampling with stale weights."""
-    history = [
-        r["logprob/engine_gap"] for r in s.state.metrics[-20:] if np.isfinite(r.get("logprob/engine_gap", np.nan))
-    ]
-    if history and np.isfinite(gap) and gap > max(1e-3, 10 * float(np.median(history))):
-        s.display.warn(
-            f"step {step}: engine/policy log-prob gap {gap:.2e} jumped (median {np.median(history):.1e});"
-            " stale engine weights?"
-        )
 
 
 def _after_step(s: Session, step: int, row: dict) -> None:
@@ -341,36 +377,10 @@ def _after_step(s: Session, step: int, row: dict) -> None:
         row.update(evaluate(s, step))
         row["time/eval"] = time.perf_counter() - start
     train_run.write_train_metrics(s.run, s.state.metrics)
+    s.trackers.log(step, row)
     s.display.update(step, row)
     if (cfg.save_every and step % cfg.save_every == 0) or last or s.stop_requested:
         save_checkpoint(s)
-
-
-def evaluate(s: Session, step: int) -> dict[str, float]:
-    """Held-out pass@k of the current policy through the `benchctl eval` code path, on the training engine."""
-    from benchctl.evaluation import EvalConfig, run_eval
-
-    cfg = s.cfg
-    config = EvalConfig(
-        model=str(s.run),
-        tasks=(s.eval_task,),
-        ks=parse_eval_ks(cfg.eval_k),
-        n=cfg.eval_n,
-        temperature=cfg.eval_temperature,
-        top_p=1.0,
-        max_tokens=s.max_tokens,
-        seed=cfg.seed,
-        limit=cfg.eval_limit,
-        data_dir=cfg.data_dir,
-        out=str(train_run.eval_dir(s.run, step)),
-        progress=False,
-    )
-    result = run_eval(config, engine=s.engine)
-    summary = result.tasks[0].summary.to_pydict()
-    out = {f"eval/pass@{k}": v for k, v in zip(summary["k"], summary["pass_at_k"])}
-    out.update({f"eval/pass@{k}_low": v for k, v in zip(summary["k"], summary["pass_at_k_low"])})
-    out.update({f"eval/pass@{k}_high": v for k, v in zip(summary["k"], summary["pass_at_k_high"])})
-    return out
 
 
 def _budget_spent(s: Session) -> bool:

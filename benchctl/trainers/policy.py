@@ -475,3 +475,36 @@ def chunked_sequence_logprobs(
             )
             logp[index, :width], entropy[index, :width] = lp, ent
     return logp * batch.mask, entropy * batch.mask
+
+
+def token_logprobs(
+    model, batch: Batch, temperature: float, chunk_tokens: int | None = None, entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs (N, T) of the completion tokens of `batch`, and their entropies when `entropy` (else None),
+    with gradient when grad is enabled: from the full (N, T, V) logits (`completion_logits`), or, with
+    `chunk_tokens`, from the hidden states times the LM head in blocks of that many positions
+    (`chunked_logprobs_entropy`, always with entropies), never holding (N, T, V) logits. The trainer's one
+    forward: `--micro-batch-tokens` picks the chunked one."""
+    if chunk_tokens:
+        hidden = completion_hidden(model, batch)
+        return chunked_logprobs_entropy(hidden, lm_head_weight(model), batch.tokens, temperature, chunk_tokens)
+    from benchctl.trainers.losses import token_entropy
+
+    logits = completion_logits(model, batch, temperature)  # (N, T, V)
+    return gather_logprobs(logits, batch.tokens), token_entropy(logits) if entropy else None
+
+
+def param_stride(model, exact_below: int = 50_000_000) -> int:
+    """`param_snapshot`'s stride for `update/param_change`: 1 (exact) below `exact_below` parameters, else 64
+    (a fixed 1/64 subsample: 1/16 of a bf16 copy's memory on a 1.5B model, 94 MiB instead of 6 GiB)."""
+    return 1 if sum(p.numel() for p in model.parameters()) < exact_below else 64
+
+
+def sampled_logprobs(samples, batch: Batch) -> torch.Tensor:
+    """The engine's log-probability of each sampled token (N, T) of `samples` (engine.Sample, packed as `batch`),
+    0 on padding."""
+    out = torch.zeros(batch.tokens.shape, dtype=torch.float32)
+    for i, x in enumerate(samples):
+        if x.logprobs:
+            out[i, : len(x.logprobs)] = torch.tensor(x.logprobs, dtype=torch.float32)
+    return out.to(batch.tokens.device)

@@ -148,3 +148,20 @@ def _metrics(log_rho, mask, weights, outside, kind: str, level: str) -> dict[str
         "rollout_corr/weight_mean": weights.sum() / tokens,
         "rollout_corr/ess": ess if units.numel() else zero,
     }
+
+
+def mismatch_metrics(train_logp: torch.Tensor, infer_logp: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """The engine/trainer mismatch of some rows whatever the mode (the trainer logs it on `measure`'s rows):
+    `rollout_corr/kl_k1`, `rollout_corr/kl_k3` (as `correction_weights`) and `rollout_corr/ratio_ess`, the
+    normalised effective sample size of the token ratios rho_t themselves (1 when the engine and trainer agree;
+    what plain token IS weights would leave), as floats."""
+    _, m = correction_weights(train_logp, infer_logp, mask, RolloutCorrection())
+    mask = mask.to(train_logp.dtype)
+    log_rho = torch.nan_to_num((train_logp - infer_logp).detach(), nan=0.0).clamp(-SAFETY_BOUND, SAFETY_BOUND)
+    rho = torch.exp(log_rho)[mask > 0]  # (tokens,)
+    ess = (
+        rho.sum() ** 2 / (rho.numel() * (rho**2).sum()).clamp(min=1e-30) if rho.numel() else torch.tensor(float("nan"))
+    )
+    out = {key: float(m[key]) for key in ("rollout_corr/kl_k1", "rollout_corr/kl_k3")}
+    out["rollout_corr/ratio_ess"] = float(ess)
+    return out

@@ -18,7 +18,16 @@ from collections.abc import Sequence
 
 import torch
 
-from benchctl.trainers.policy import Batch, completion_logits, gather_logprobs
+from benchctl.trainers.policy import (
+    Batch,
+    chunked_logprobs_entropy,
+    completion_hidden,
+    completion_logits,
+    gather_logprobs,
+    lm_head_weight,
+    token_budget_split,
+    token_logprobs,
+)
 
 
 def answer_masks(
@@ -80,11 +89,39 @@ def _phi(logp: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
 
 
 def gradient_scores(
-    model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, temperature: float, pad_id: int
+    model,
+    batch: Batch,
+    answer: torch.Tensor,
+    reasoning: torch.Tensor,
+    temperature: float,
+    pad_id: int,
+    micro_batch_tokens: int | None = None,
+    chunk_tokens: int = 1024,
 ) -> torch.Tensor:
-    """|<dphi/de_t, e_t>| on reasoning tokens (N, T), 0 elsewhere (oar_g); `pad_id` unused (one signature)."""
+    """|<dphi/de_t, e_t>| on reasoning tokens (N, T), 0 elsewhere (oar_g); `pad_id` unused (one signature).
+
+    Each row's phi depends on its own embeddings only, so rows can be scored apart: with `micro_batch_tokens`,
+    one backward per `token_budget_split` micro-batch (trimmed of its padding columns), the log-probs through
+    `chunked_logprobs_entropy` in blocks of `chunk_tokens` positions; the scores equal the one-batch ones."""
+    if micro_batch_tokens is None:
+        return _gradient_scores(model, batch, answer, reasoning, temperature, None)
+    out = torch.zeros(reasoning.shape, dtype=torch.float32)  # (N, T)
+    for index in token_budget_split(batch, micro_batch_tokens):
+        sub, rows = batch.rows(index).trim(), index.cpu()
+        t = sub.tokens.shape[1]
+        part = _gradient_scores(model, sub, answer[rows, :t], reasoning[rows, :t], temperature, chunk_tokens)
+        out[rows, :t] = part.float().cpu()
+    return out
+
+
+def _gradient_scores(model, batch: Batch, answer, reasoning, temperature: float, chunk_tokens: int | None):
+    """`gradient_scores` of one forward/backward over all rows of `batch` (N, T)."""
     embed = model.get_input_embeddings()(batch.input_ids).detach().requires_grad_(True)  # (N, L, D)
-    logp = gather_logprobs(completion_logits(model, batch, temperature, inputs_embeds=embed), batch.tokens)
+    if chunk_tokens:
+        hidden = completion_hidden(model, batch, inputs_embeds=embed)  # (N, T, D)
+        logp, _ = chunked_logprobs_entropy(hidden, lm_head_weight(model), batch.tokens, temperature, chunk_tokens)
+    else:
+        logp = gather_logprobs(completion_logits(model, batch, temperature, inputs_embeds=embed), batch.tokens)
     (grad,) = torch.autograd.grad(_phi(logp, answer.to(logp.device)).sum(), embed)
     start = batch.prompt_width
     t = batch.tokens.shape[1]
@@ -99,12 +136,19 @@ def perturbation_scores(
     reasoning: torch.Tensor,
     temperature: float,
     pad_id: int,
+    micro_batch_tokens: int | None = None,
+    chunk_tokens: int = 1024,
     chunk: int = 256,
 ) -> torch.Tensor:
-    """max(phi - phi(token t -> pad), 0) on reasoning tokens (N, T), batched over all perturbations (oar_p)."""
+    """max(phi - phi(token t -> pad), 0) on reasoning tokens (N, T), batched over all perturbations (oar_p);
+    `chunk` perturbed rows per forward, with `micro_batch_tokens` at most that many tokens' worth of rows
+    (and the log-probs in blocks of `chunk_tokens` positions)."""
     answer = answer.to(batch.tokens.device)
+    blocks = chunk_tokens if micro_batch_tokens else None
+    if micro_batch_tokens:
+        chunk = max(1, micro_batch_tokens // batch.input_ids.shape[1])
     with torch.no_grad():
-        base = _phi(gather_logprobs(completion_logits(model, batch, temperature), batch.tokens), answer)  # (N,)
+        base = _phi(token_logprobs(model, batch, temperature, blocks)[0], answer)  # (N,)
         rows, cols = torch.nonzero(reasoning, as_tuple=True)
         scores = torch.zeros(reasoning.shape, dtype=torch.float32)
         for start in range(0, rows.numel(), chunk):
@@ -113,7 +157,7 @@ def perturbation_scores(
             ids = sub.input_ids.clone()
             ids[torch.arange(r.numel()), batch.prompt_width + c.to(ids.device)] = pad_id
             perturbed = Batch(ids, sub.attention_mask, sub.position_ids, sub.tokens, sub.mask, sub.prompt_width)
-            phi = _phi(gather_logprobs(completion_logits(model, perturbed, temperature), sub.tokens), answer[r])
+            phi = _phi(token_logprobs(model, perturbed, temperature, blocks)[0], answer[r])
             scores[r, c] = (base[r] - phi).clamp(min=0.0).float().cpu()
     return scores
 

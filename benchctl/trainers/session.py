@@ -27,8 +27,10 @@ from benchctl.trainers.config import (
     loss_agg,
     resolved_lr,
     resolved_max_tokens,
+    rollout_correction,
 )
 from benchctl.trainers.display import NullDisplay
+from benchctl.trainers.trackers import Trackers
 
 
 @dataclass
@@ -64,6 +66,11 @@ class Session:
     state: TrainState
     display: Any = field(default_factory=NullDisplay)
     stop_requested: bool = False
+    compute_dtype: Any = None  # torch dtype of the policy's forward (`policy.compute_context`); weights stay fp32
+    correction: Any = None  # rollout_correction.RolloutCorrection
+    probe: Any = None  # sync.Probe: the weight-sync check's fixed sequence and threshold
+    param_stride: int = 1  # `policy.param_snapshot` stride of update/param_change
+    trackers: Trackers = field(default_factory=lambda: Trackers([]))  # --report-to (a null object when none)
 
 
 def train_task(name: str):
@@ -158,7 +165,9 @@ def open_session(cfg: TrainConfig) -> Session:
     import torch
 
     from benchctl.results.runs import resolve_model
-    from benchctl.trainers.policy import default_threads, load_policy, resolve_device
+    from benchctl.trainers.policy import default_threads, load_policy, param_stride, resolve_device, resolve_dtype
+    from benchctl.trainers.sync import build_probe, check_sync
+    from benchctl.trainers.trackers import open_trackers
 
     estimator = build_estimator(cfg)
     eval_name = eval_task_name(cfg)
@@ -169,10 +178,10 @@ def open_session(cfg: TrainConfig) -> Session:
     run, ckpt = _prepare_run(cfg, estimator, model_ref)
     device = resolve_device(cfg.device)
     weights = str(train_run.checkpoint_dir(run, ckpt) / "model") if ckpt else model_ref.path
-    model = load_policy(weights, device)
+    model = load_policy(weights, device, dtype=torch.float32)  # fp32 master weights, whatever the compute dtype
     ref = None
     if cfg.kl_coef > 0:
-        ref = load_policy(model_ref.path, device).eval().requires_grad_(False)
+        ref = load_policy(model_ref.path, device, dtype=torch.float32).eval().requires_grad_(False)
     # fused AdamW [our choice]: one kernel for all parameters; on CPU 5-6x faster than the per-parameter loop on a
     # 25M model (benchmarks/train_vs_trl.py, as TRL's default adamw_torch_fused), same update rule.
     optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay, fused=True)
@@ -199,10 +208,25 @@ def open_session(cfg: TrainConfig) -> Session:
         engine,
         engine.tokenizer.eos_token_id if pad is None else pad,
         TrainState(),
+        compute_dtype=resolve_dtype(cfg.dtype, device),
+        correction=rollout_correction(cfg),
+        param_stride=param_stride(model),
     )
+    session.probe = build_probe(engine, task, problems[0], session.compute_dtype, cfg.sync_check)
     if ckpt:
         restore(session, train_run.checkpoint_dir(run, ckpt))
+    check_sync(session, ckpt or 0)  # the engine starts with the policy's weights (a resumed run: the restored ones)
+    session.trackers = open_trackers(cfg.report_to, run, config=_tracker_config(cfg), resume_step=ckpt)
     return session
+
+
+def _tracker_config(cfg: TrainConfig) -> dict:
+    """The run's settings for wandb / trackio (JSON values)."""
+    from benchctl.trainers.config import field_names
+
+    values = {name: getattr(cfg, name) for name in field_names()}
+    values["estimator_params"] = dict(cfg.estimator_params)
+    return values
 
 
 def trainer_engine(model: str, device: str, gpu_memory_utilization: float):

@@ -74,6 +74,11 @@ def test_an_unknown_engine_is_one_line_listing_the_valid_ones():
         (["--loss-agg", "token-mean-nondegenerate"], "token-mean-nondegenerate"),
         (["--estimator", "oar_g"], "oar_g"),
         (["--prompts-per-step", "6", "--mini-batches", "4"], "mini_batches"),
+        (["--dtype", "float32"], "dtype float32"),
+        (["--micro-batch-tokens", "4096"], "micro_batch_tokens"),
+        (["--rollout-correction", "tis"], "rollout_correction"),
+        (["--report-to", "tensorboard"], "report_to"),
+        (["--sync-check", "0.01"], "sync_check"),
     ],
 )
 def test_settings_verl_cannot_reproduce_are_refused_in_one_line(extra, words, tmp_path, chat_model):

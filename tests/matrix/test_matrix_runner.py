@@ -28,7 +28,7 @@ class FakeWork:
     def __init__(self, fail: set[str]):
         self.fail, self.trained, self.evaluated, self.index_seen = fail, [], [], []
 
-    def train(self, cell, run: Path):
+    def train(self, cell, run: Path, report_to="none"):
         self.index_seen.append(read_index(run.parents[1]).column("status").to_pylist())
         self.trained.append(cell.name)
         if cell.name in self.fail:
@@ -136,3 +136,24 @@ def test_finished_run_trained_with_other_settings_fails_with_the_reason(tmp_path
     outcome = run_matrix(parse_matrix({**SPEC, "train": {"steps": 5}}), tmp_path)
     assert {o.status for o in outcome.outcomes} == {"failed"} and work.trained == []
     assert "tiny-grpo-G4-s0 was trained with steps=2, the matrix file now says 5" in outcome.outcomes[0].reason
+
+
+def test_report_to_reaches_each_cells_train_config_and_a_resume_may_change_it(tmp_path, monkeypatch):
+    import benchctl.trainers as trainers
+
+    seen = []
+    monkeypatch.setattr(trainers, "train", lambda cfg: seen.append(cfg) or "trained")
+    cell = parse_matrix(SPEC).cells[0]
+    run = tmp_path / "run"
+    assert runner.train_cell(cell, run, report_to="tensorboard") == "trained"
+    assert seen[-1].report_to == "tensorboard" and seen[-1].out == str(run)
+    write_config(run, {k: {"value": v, "source": "flag"} for k, v in {**cell.train_values(), "report_to": "x"}.items()})
+    runner.train_cell(cell, run, report_to="none")  # continued: report_to is a resumable run setting
+    assert (seen[-1].report_to, seen[-1].resume) == ("none", str(run))
+
+
+def test_an_unknown_tracker_fails_before_any_cell(tmp_path, fake):
+    work = fake()
+    with pytest.raises(BenchctlError, match="--report-to 'mlflow' is not valid"):
+        run_matrix(parse_matrix(SPEC), tmp_path, report_to="mlflow")
+    assert work.trained == []

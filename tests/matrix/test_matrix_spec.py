@@ -154,8 +154,10 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
 
     seen = {}
 
-    def fake(spec, results, executor="serial", on_event=None, address=None):
-        seen.update(cells=[c.name for c in spec.cells], results=results, executor=executor, address=address)
+    def fake(spec, results, executor="serial", on_event=None, address=None, report_to="none"):
+        seen.update(
+            cells=[c.name for c in spec.cells], results=results, executor=executor, address=address, report_to=report_to
+        )
         return MatrixOutcome(Path(results) / "index.parquet", ())
 
     monkeypatch.setattr(matrix, "run_matrix", fake)
@@ -167,7 +169,11 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
         "results": str(tmp_path / "r"),
         "executor": "serial",
         "address": None,
+        "report_to": "none",
     }
+    args = ["matrix", "run", str(path), "--results", str(tmp_path / "r"), "--report-to", "tensorboard"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert seen["report_to"] == "tensorboard"
 
 
 def test_matrix_status_of_a_fresh_results_folder_lists_every_cell_pending(tmp_path):

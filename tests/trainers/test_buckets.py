@@ -107,8 +107,9 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
         cfg = SimpleNamespace(
             temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0, max_grad_norm=0
         )
+        cfg.micro_batch_tokens = None
         s = SimpleNamespace(cfg=cfg, model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0), agg=agg)
-        s.max_tokens = 12
+        s.max_tokens, s.compute_dtype, s.device = 12, torch.float32, "cpu"
         sums: dict = {}
         rows, active = torch.arange(12), torch.ones(12, dtype=torch.bool)
         loop._minibatch_step(s, batch, rows, active, adv, nondeg, old, None, sums)
@@ -129,7 +130,8 @@ def test_entropy_and_gap_measurement_is_the_same_in_buckets_or_one_forward(tiny_
     batch = _random_batch(6, rows=12, group=3)
     engine_lp = torch.randn(batch.mask.shape) * 0.1 - 2.0
     model = load_policy(str(tiny_model), "cpu")
-    s = SimpleNamespace(cfg=SimpleNamespace(temperature=1.0, group_size=3), model=model)
+    cfg = SimpleNamespace(temperature=1.0, group_size=3, micro_batch_tokens=None)
+    s = SimpleNamespace(cfg=cfg, model=model, compute_dtype=torch.float32, device="cpu")
     measured = []
     for split in (False, True):
         buckets = (lambda b: length_buckets(b, overhead=0)) if split else (lambda b: [torch.arange(b.tokens.shape[0])])

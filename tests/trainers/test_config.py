@@ -1,6 +1,7 @@
 """TrainConfig resolution: precedence and sources, recipes, bad input as one line (exit 2), resume rules."""
 
 import json
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -93,6 +94,12 @@ BAD = [
     (["--device", "tpu"], "device='tpu' is not valid"),
     (["--config", "/nonexistent/c.yaml"], "does not exist"),
     (["--resume", "/nonexistent/run"], "is not a training run folder"),
+    (["--dtype", "float16"], "dtype='float16' is not valid; choose one of: auto, float32, bfloat16"),
+    (["--micro-batch-tokens", "0"], "micro_batch_tokens=0 is out of range"),
+    (["--rollout-correction", "ppo-is"], "rollout_correction='ppo-is' is not valid; choose one of: none, tis"),
+    (["--rollout-correction", "tis", "--rollout-correction-low", "3"], "low=3.0 is above high=2.0"),
+    (["--report-to", "mlflow"], "--report-to 'mlflow' is not valid"),
+    (["--sync-check", "-1"], "sync_check=-1.0 is out of range"),
 ]
 
 
@@ -160,3 +167,30 @@ def test_resume_refuses_a_change_that_would_break_exactness(tmp_path):
     run = _fake_run(tmp_path, estimator="avspo")
     with pytest.raises(BenchctlError, match="estimator='avspo' \\(now 'grpo'\\)"):
         build_config(flag_values={"resume": str(run), "estimator": "grpo"})
+
+
+def test_cli_passes_the_issue_16_flags_to_the_trainer(monkeypatch):
+    seen = []
+    monkeypatch.setattr("benchctl.trainers.train", lambda cfg, display=None: seen.append(cfg) or sys.exit(0))
+    flags = {
+        "dtype": "bfloat16",
+        "micro_batch_tokens": 4096,
+        "logprob_chunk_tokens": 512,
+        "gpu_memory_utilization": 0.5,
+        "rollout_correction": "icepop",
+        "rollout_correction_low": 0.4,
+        "rollout_correction_high": 4.0,
+        "sync_check": 0.5,
+        "report_to": "tensorboard,wandb",
+    }
+    args = [x for key, value in flags.items() for x in (f"--{key.replace('_', '-')}", str(value))]
+    assert runner.invoke(app, ["train", *args]).exit_code == 0
+    assert seen == [build_config(flag_values=flags)]
+
+
+def test_resume_may_change_the_trackers_and_the_sync_threshold_but_not_the_compute(tmp_path):
+    run = _fake_run(tmp_path, dtype="bfloat16")
+    cfg = build_config(flag_values={"resume": str(run), "report_to": "tensorboard", "sync_check": 0.5})
+    assert (cfg.report_to, cfg.sync_check, cfg.dtype) == ("tensorboard", 0.5, "bfloat16")
+    with pytest.raises(BenchctlError, match="dtype='bfloat16' \\(now 'float32'\\)"):
+        build_config(flag_values={"resume": str(run), "dtype": "float32"})

@@ -41,6 +41,17 @@ def test_scores_are_nonnegative_and_only_on_reasoning_tokens(setup, kind):
     assert scores[reasoning].sum() > 0
 
 
+@pytest.mark.parametrize("kind", sorted(SCORERS))
+def test_scores_in_micro_batches_and_vocabulary_chunks_equal_the_one_batch_scores(setup, kind):
+    model, tok, batch, reasoning, answer = setup
+    whole = SCORERS[kind](model, batch, answer, reasoning, 1.0, tok.pad_token_id)
+    # a budget of 1 token: every row is a micro-batch of its own; log-probs in blocks of 4 positions
+    split = SCORERS[kind](model, batch, answer, reasoning, 1.0, tok.pad_token_id, 1, 4)
+    assert whole[reasoning].sum() > 0
+    # perturbation scores are differences of two mean log-probs of a few nats: fp32 rounding ~1e-6 of them
+    torch.testing.assert_close(split, whole, atol=1e-5, rtol=1e-4)
+
+
 def test_oar_token_advantages_preserve_mass_over_the_reasoning_span(setup):
     model, tok, batch, reasoning, answer = setup
     scores = SCORERS["gradient"](model, batch, answer, reasoning, 1.0, tok.pad_token_id)

@@ -129,7 +129,9 @@ def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_mo
         cfg = SimpleNamespace(
             temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0, max_grad_norm=0.0
         )
+        cfg.micro_batch_tokens = None
         s = SimpleNamespace(cfg=cfg, model=model, optimizer=opt, agg="seq-mean-token-mean", max_tokens=8)
+        s.compute_dtype, s.device = torch.float32, "cpu"
         rows = torch.arange(6)
         active = (adv != 0).any(1) if skip else torch.ones(6, dtype=torch.bool)
         sums: dict = {}

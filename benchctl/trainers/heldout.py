@@ -1,0 +1,39 @@
+"""Held-out evaluation during training: pass@k of the current policy on the run's held-out task, sampled by the
+trainer's own engine through the `benchctl eval` code path (`RUN/eval/step-NNNNNN/`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from benchctl.results import train_run
+from benchctl.trainers.config import parse_eval_ks
+
+if TYPE_CHECKING:
+    from benchctl.trainers.session import Session
+
+
+def evaluate(s: Session, step: int) -> dict[str, float]:
+    """Held-out pass@k of the current policy through the `benchctl eval` code path, on the training engine."""
+    from benchctl.evaluation import EvalConfig, run_eval
+
+    cfg = s.cfg
+    config = EvalConfig(
+        model=str(s.run),
+        tasks=(s.eval_task,),
+        ks=parse_eval_ks(cfg.eval_k),
+        n=cfg.eval_n,
+        temperature=cfg.eval_temperature,
+        top_p=1.0,
+        max_tokens=s.max_tokens,
+        seed=cfg.seed,
+        limit=cfg.eval_limit,
+        data_dir=cfg.data_dir,
+        out=str(train_run.eval_dir(s.run, step)),
+        progress=False,
+    )
+    result = run_eval(config, engine=s.engine)
+    summary = result.tasks[0].summary.to_pydict()
+    out = {f"eval/pass@{k}": v for k, v in zip(summary["k"], summary["pass_at_k"])}
+    out.update({f"eval/pass@{k}_low": v for k, v in zip(summary["k"], summary["pass_at_k_low"])})
+    out.update({f"eval/pass@{k}_high": v for k, v in zip(summary["k"], summary["pass_at_k_high"])})
+    return out
