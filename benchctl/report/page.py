@@ -68,7 +68,7 @@ def _html_table(frame: pd.DataFrame, css: str = "") -> str:
         return "<p><em>(empty)</em></p>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
-        ("<tr class='base'>" if any(str(v).endswith("(baseline)") for v in row) else "<tr>")
+        ("<tr class='base'>" if any(str(v).endswith(("(baseline)", "in its context)")) for v in row) else "<tr>")
         + "".join(_td(v) for v in row)
         + "</tr>"
         for row in frame.itertuples(index=False)

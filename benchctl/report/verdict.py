@@ -13,6 +13,7 @@ import pandas as pd
 from benchctl.report.render import TOO_FEW, WARN, _arm_health, _num
 
 BASELINE_MARK = " (baseline)"
+UNCOMPARED_MARK = " (own pass@k: no baseline in its context)"
 
 
 def _diff_cell(c) -> str:
@@ -47,7 +48,8 @@ def _row(task, arm, kind, ks, passk, comparisons, health) -> dict:
     own = passk[(passk["arm"] == arm) & (passk["eval_task"] == task)].set_index("k")
     cmp = comparisons[(comparisons["arm"] == arm) & (comparisons["eval_task"] == task)].set_index("k")
     source = cmp if kind == "cmp" else own
-    row = {"task": task, "arm": arm + (BASELINE_MARK if kind == "base" else ""), "seeds": _seeds(source)}
+    mark = {"base": BASELINE_MARK, "own": UNCOMPARED_MARK}.get(kind, "")
+    row = {"task": task, "arm": arm + mark, "seeds": _seeds(source)}
     for k in ks:
         if k not in source.index:
             row[f"pass@{k}"] = "-"

@@ -65,6 +65,16 @@ def test_the_verdict_marks_too_few_seeds():
     assert table.loc["b (baseline)", "pass@1"] == "50.0 [40.0, 60.0]"
 
 
+def test_an_arm_with_no_baseline_in_its_context_shows_its_own_pass_at_k_and_says_so():
+    passk = pd.DataFrame(
+        {"arm": ["b", "c"], "eval_task": "t", "k": 1, "pass_at_k": [0.5, 0.3], "low": 0.2, "high": 0.6, "seeds": 3}
+    ).assign(too_few_seeds=False)
+    from benchctl.report.verdict import verdict_table
+
+    table = verdict_table(passk, pd.DataFrame()).set_index("arm")
+    assert table.loc["c (own pass@k: no baseline in its context)", "pass@1"] == "30.0 [20.0, 60.0]"
+
+
 def test_the_page_opens_on_the_verdict_then_the_claims_then_the_figures_and_details_last(report):
     config, result = report
     page = (result.out / "report.html").read_text()
