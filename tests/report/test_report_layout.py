@@ -71,7 +71,8 @@ def test_an_arm_with_no_baseline_in_its_context_shows_its_own_pass_at_k_and_says
     ).assign(too_few_seeds=False)
     from benchctl.report.verdict import verdict_table
 
-    table = verdict_table(passk, pd.DataFrame()).set_index("arm")
+    none = pd.DataFrame(columns=["arm", "baseline", "eval_task", "k", "baseline_health"])
+    table = verdict_table(passk, none).set_index("arm")
     assert table.loc["c (own pass@k: no baseline in its context)", "pass@1"] == "30.0 [20.0, 60.0]"
 
 
