@@ -18,7 +18,8 @@ What it cannot see [limits]: a missed sync whose weight change moves no probe lo
 (with bf16 on either side, a step at lr 1e-6 on a 1.5B model is below the bf16 noise; a sync that stays broken is
 caught once the policy has drifted by more than the threshold, i.e. after some steps, not at the first one), and
 parameters the probe's tokens never touch (embedding rows of tokens not in it).
-Cost (measured on the tiny model, CPU): see docs/gpu.md and the commit that added it.
+Cost: 7.8 ms per step on the tiny model, 4% of a 0.20 s step of 32 x 8 rollouts (2-core CPU, docs/gpu.md); one
+engine request and one policy forward of the probe's length on a GPU.
 """
 
 from __future__ import annotations
