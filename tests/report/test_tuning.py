@@ -19,18 +19,19 @@ TRUTH = {
 }
 
 
-def _results(tmp_path, with_validation=True):
+def _results(tmp_path, with_validation=True, tasks=None):
     results, rows = tmp_path / "results", []
     for (arm, lr), (p_val, p_test) in TRUTH.items():
+        task = (tasks or {}).get(arm, "arith")
         for seed in range(3):
             rng = np.random.default_rng([seed, int(lr * 1e5), len(arm)])
-            config = {**train_config(arm, seed), "lr": lr}
+            config = {**train_config(arm, seed), "lr": lr, "task": task}
             run = results / "runs" / f"{arm}-lr{lr}-s{seed}"
             test = {f"q{i}": list(rng.random(8) < p_test) for i in range(40)}
-            write_train_run(run, config, test, rng_seed=seed)
+            write_train_run(run, config, test, rng_seed=seed, task=task)
             if with_validation:
                 val = {f"v{i}": list(rng.random(8) < p_val) for i in range(40)}
-                write_eval(eval_dir(run), "arith_val", val, model=run.name, seed=seed)
+                write_eval(eval_dir(run), f"{task}_val", val, model=run.name, seed=seed)
             rows.append(index_row(results, run, config, "done"))
     write_index(results, rows)
     return results
@@ -58,4 +59,17 @@ def test_without_a_validation_task_each_setting_is_its_own_arm_with_a_note(tmp_p
     assert result.exit_code == 0, result.output
     arms = set(pq.read_table(out / "passk.parquet").to_pandas()["arm"])
     assert arms == {"grpo lr=0.0001", "grpo lr=0.0003", "avspo lr=0.0001", "avspo lr=0.0003"}
-    assert "no validation task was evaluated" in result.output
+    assert "evaluated on no validation task" in " ".join(result.output.split())
+
+
+def test_arms_trained_on_different_tasks_are_each_chosen_on_their_own_validation_split(tmp_path):
+    out = tmp_path / "report"
+    results = _results(tmp_path, tasks={"avspo": "arith_steps"})
+    result = CliRunner().invoke(app, ["report", str(results), "--out", str(out), "--k", "1", "--baseline", "none"])
+    assert result.exit_code == 0, result.output
+    settings = pq.read_table(out / "settings.parquet").to_pandas()
+    chosen = settings[settings["chosen"]].set_index("arm")
+    assert chosen["setting"].to_dict() == {"avspo": "lr=0.0001", "grpo": "lr=0.0003"}
+    assert chosen["validation_task"].to_dict() == {"avspo": "arith_steps_val", "grpo": "arith_val"}
+    passk = pq.read_table(out / "passk.parquet").to_pandas()
+    assert set(passk["eval_task"]) == {"arith", "arith_steps"}
