@@ -36,6 +36,23 @@ def export_model(model, source: str, out: Path) -> None:
 
         AutoTokenizer.from_pretrained(source).save_pretrained(str(out))
     model.save_pretrained(str(out), safe_serialization=True)
+    _declare_source_dtype(src / "config.json", out / "config.json")
+
+
+def _declare_source_dtype(source_config: Path, config: Path) -> None:
+    """The exported config declares the source model's dtype (e.g. bfloat16 for Qwen2.5) while the weights stay
+    the fp32 master weights (issue 16): a resume loads them with dtype=float32, exactly; `benchctl eval --model RUN`
+    and vLLM's dtype "auto" compute in the source's dtype, as they did on the initial model."""
+    import json
+
+    if not source_config.is_file():
+        return
+    source = json.loads(source_config.read_text())
+    want = source.get("dtype") or source.get("torch_dtype")
+    data = json.loads(config.read_text())
+    if want and data.get("dtype", data.get("torch_dtype")) != want:
+        data["dtype" if "dtype" in data else "torch_dtype"] = want
+        config.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def save(run: Path, state, *, model, source: str, optimizer, scheduler, estimator) -> Path:

@@ -118,3 +118,25 @@ def test_report_to_tensorboard_receives_every_steps_row(tiny_model, tmp_path):
         events = acc.Scalars(key)
         assert [e.step for e in events] == [1, 2]
         assert [e.value for e in events] == pytest.approx([r[key] for r in result.metrics], rel=1e-6)
+
+
+def test_an_exported_model_keeps_fp32_master_weights_and_declares_the_source_dtype(tiny_model, tmp_path):
+    import json
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from benchctl.trainers.checkpoint import export_model
+    from benchctl.trainers.policy import load_policy
+
+    source = tmp_path / "bf16-source"
+    shutil.copytree(tiny_model, source)
+    config = json.loads((source / "config.json").read_text())
+    config["dtype" if "dtype" in config else "torch_dtype"] = "bfloat16"  # as Qwen2.5's config says
+    (source / "config.json").write_text(json.dumps(config))
+    model = load_policy(str(source), "cpu", dtype=torch.float32)
+    export_model(model, str(source), tmp_path / "out")
+    saved = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert saved.get("dtype", saved.get("torch_dtype")) == "bfloat16"  # vLLM / eval compute as the source did
+    weights = load_file(str(tmp_path / "out" / "model.safetensors"))
+    assert {t.dtype for t in weights.values()} == {torch.float32}  # a resume restores the master weights exactly
