@@ -47,8 +47,11 @@ def run_command(
         ),
     ] = None,
     report_to: Annotated[
-        str, typer.Option("--report-to", help="Each cell's trackers: none | tensorboard,wandb,trackio.")
-    ] = "none",
+        str | None,
+        typer.Option(
+            "--report-to", help="Each cell's trackers: none | tensorboard,wandb,trackio (default: the file's)."
+        ),
+    ] = None,
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
     interrupted ones from their checkpoint and retries failed ones. Exit 1 when a cell failed, 130 on Ctrl-C."""

@@ -140,18 +140,19 @@ def run_matrix(
     executor: str = "serial",
     on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None,
     address: str | None = None,
-    report_to: str = "none",
+    report_to: str | None = None,
 ) -> MatrixOutcome:
     """Train and evaluate every unfinished cell of `spec` under `results`; see the module docstring.
 
     `on_event(kind, cell, outcome)` is called with kind `skip`, `start` or `done` (for printing progress).
     `address`: the Ray cluster for `executor="ray"` (benchctl.matrix.ray_executor). `report_to`: each cell's
-    experiment trackers (`--report-to`, a run setting a resume may change, so not part of the cells)."""
+    experiment trackers (`--report-to`, a run setting a resume may change, so not part of the cells; None: the
+    file's `train: {report_to: ...}`, else none)."""
     if executor not in EXECUTORS:
         raise BenchctlError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
     from benchctl.trainers.trackers import parse_report_to
 
-    parse_report_to(report_to)  # an unknown tracker fails before any cell
+    parse_report_to(report_to or "none")  # an unknown tracker fails before any cell
     check_cells(spec.cells)
     results = Path(results)
     results.mkdir(parents=True, exist_ok=True)
@@ -208,7 +209,7 @@ def check_cells(cells: Sequence[Cell]) -> None:
 # ---- one cell -----------------------------------------------------------------------------------------------
 
 
-def run_cell(cell: Cell, results: str, report_to: str = "none") -> CellOutcome:
+def run_cell(cell: Cell, results: str, report_to: str | None = None) -> CellOutcome:
     """Train (or continue) and evaluate one cell; never raises for a failing cell (Ctrl-C -> interrupted)."""
     start = time.perf_counter()
     run = run_folder(Path(results), cell)
@@ -260,7 +261,7 @@ def _reason(exc: BaseException, run: Path) -> str:
     return text if isinstance(exc, BenchctlError) else f"{type(exc).__name__}: {text}"
 
 
-def train_cell(cell: Cell, run: Path, report_to: str = "none"):
+def train_cell(cell: Cell, run: Path, report_to: str | None = None):
     """Start the cell's training run, or continue it from its latest checkpoint (`engine: verl` under `train:`:
     prepare RUN/verl/ and run or ingest it, `benchctl.integrations.verl_launch.launch`)."""
     from benchctl.trainers import build_config, train
@@ -271,7 +272,7 @@ def train_cell(cell: Cell, run: Path, report_to: str = "none"):
         return launch(build_config(flag_values={**cell.train_values(), "out": str(run)}))
     if run.exists() and not (run / "config.json").is_file():
         shutil.rmtree(run)  # killed before the trainer wrote its config, or only a failure log: start afresh
-    values = {**cell.train_values(), "report_to": report_to}
+    values = cell.train_values() | ({} if report_to is None else {"report_to": report_to})  # the flag wins
     if (run / "config.json").is_file():
         cfg = build_config(flag_values={**values, "resume": str(run)})
     else:

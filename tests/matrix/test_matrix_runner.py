@@ -2,6 +2,8 @@
 failures are recorded with their reason and do not stop the other cells; a rerun skips finished cells and
 retries failed ones; the index is written after every state change."""
 
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,7 +30,7 @@ class FakeWork:
     def __init__(self, fail: set[str]):
         self.fail, self.trained, self.evaluated, self.index_seen = fail, [], [], []
 
-    def train(self, cell, run: Path, report_to="none"):
+    def train(self, cell, run: Path, report_to=None):
         self.index_seen.append(read_index(run.parents[1]).column("status").to_pylist())
         self.trained.append(cell.name)
         if cell.name in self.fail:
@@ -150,6 +152,10 @@ def test_report_to_reaches_each_cells_train_config_and_a_resume_may_change_it(tm
     write_config(run, {k: {"value": v, "source": "flag"} for k, v in {**cell.train_values(), "report_to": "x"}.items()})
     runner.train_cell(cell, run, report_to="none")  # continued: report_to is a resumable run setting
     assert (seen[-1].report_to, seen[-1].resume) == ("none", str(run))
+    shutil.rmtree(run)
+    in_file = replace(cell, train=tuple(sorted({**dict(cell.train), "report_to": "tensorboard"}.items())))
+    runner.train_cell(in_file, run)  # the file's `train: {report_to: ...}` and no flag
+    assert seen[-1].report_to == "tensorboard"
 
 
 def test_an_unknown_tracker_fails_before_any_cell(tmp_path, fake):

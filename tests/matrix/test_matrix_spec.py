@@ -154,7 +154,7 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
 
     seen = {}
 
-    def fake(spec, results, executor="serial", on_event=None, address=None, report_to="none"):
+    def fake(spec, results, executor="serial", on_event=None, address=None, report_to=None):
         seen.update(
             cells=[c.name for c in spec.cells], results=results, executor=executor, address=address, report_to=report_to
         )
@@ -169,7 +169,7 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
         "results": str(tmp_path / "r"),
         "executor": "serial",
         "address": None,
-        "report_to": "none",
+        "report_to": None,
     }
     args = ["matrix", "run", str(path), "--results", str(tmp_path / "r"), "--report-to", "tensorboard"]
     assert CliRunner().invoke(app, args).exit_code == 0
