@@ -394,7 +394,8 @@ def _check_estimator(cfg: TrainConfig, est) -> None:
 def inert_settings(cfg: TrainConfig) -> list[str]:
     """Settings chosen for this run (not defaults) that cannot act in it, as `key=value` items: a clip range or the
     sequence ratio with one optimizer step per rollout batch (the importance ratio is then exactly 1), overlong
-    buffer/penalty with shaping off, and an estimator whose every effect dynamic sampling filters out."""
+    buffer/penalty with shaping off, an estimator whose every effect dynamic sampling filters out, the log-prob
+    chunk without micro-batches, and rollout-correction bounds without a correction."""
     given = lambda k: cfg.sources.get(k, "default") != "default"  # noqa: E731 - set by a recipe, file or flag
     chosen = [k for k in ("clip_low", "clip_high") if given(k) or getattr(cfg, k) != _default(k)]
     out = []
@@ -404,6 +405,10 @@ def inert_settings(cfg: TrainConfig) -> list[str]:
         out += [f"{k}={getattr(cfg, k)}" for k in ("overlong_buffer", "overlong_penalty") if given(k)]
     if cfg.dynamic_sampling and _degenerate_only(build_estimator(cfg)):
         out.append(f"estimator={cfg.estimator}")
+    if cfg.micro_batch_tokens is None and given("logprob_chunk_tokens"):
+        out.append(f"logprob_chunk_tokens={cfg.logprob_chunk_tokens}")
+    if cfg.rollout_correction == "none":
+        out += [f"{k}={getattr(cfg, k)}" for k in ("rollout_correction_low", "rollout_correction_high") if given(k)]
     return out
 
 
@@ -427,6 +432,10 @@ def config_warnings(cfg: TrainConfig) -> list[str]:
         )
     if any(s.startswith("overlong_") for s in inert):
         lines.append("overlong_buffer / overlong_penalty have no effect: overlong_shaping is off")
+    if any(s.startswith("logprob_chunk_tokens=") for s in inert):
+        lines.append("logprob_chunk_tokens has no effect without micro_batch_tokens (the full-logits path)")
+    if any(s.startswith("rollout_correction_") for s in inert):
+        lines.append("rollout_correction_low / rollout_correction_high have no effect: rollout_correction is none")
     if f"estimator={cfg.estimator}" in inert:
         names = ", ".join(_degenerate_only(build_estimator(cfg)))
         lines.append(

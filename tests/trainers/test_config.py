@@ -194,3 +194,20 @@ def test_resume_may_change_the_trackers_and_the_sync_threshold_but_not_the_compu
     assert (cfg.report_to, cfg.sync_check, cfg.dtype) == ("tensorboard", 0.5, "bfloat16")
     with pytest.raises(BenchctlError, match="dtype='bfloat16' \\(now 'float32'\\)"):
         build_config(flag_values={"resume": str(run), "dtype": "float32"})
+
+
+def test_a_logprob_chunk_without_micro_batches_and_bounds_without_a_correction_are_named_inert():
+    from benchctl.trainers.config import config_warnings, inert_settings
+
+    cfg = build_config(flag_values={"logprob_chunk_tokens": 64, "rollout_correction_high": 3.0})
+    assert inert_settings(cfg) == ["logprob_chunk_tokens=64", "rollout_correction_high=3.0"]
+    assert len(config_warnings(cfg)) == 2
+    acting = build_config(
+        flag_values={
+            "logprob_chunk_tokens": 64,
+            "micro_batch_tokens": 512,
+            "rollout_correction": "tis",
+            "rollout_correction_high": 3.0,
+        }
+    )
+    assert inert_settings(acting) == [] and config_warnings(acting) == []
