@@ -22,10 +22,10 @@ DEVICES = ("auto", "cpu", "cuda")
 ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch
 DTYPES = ("auto", "float32", "bfloat16")  # the policy's compute dtype (`policy.resolve_dtype`)
 
-# Spec §6: what each recipe sets, with its source in the paper (README, "Recipes").  A later source (file, flag)
-# still overrides a recipe value.  `mini_batches` is the paper's number of optimizer steps per rollout batch, capped
-# at the run's rows so that no mini-batch is empty (`build_config`): with one step per batch the ratio stays 1 and
-# no clip range can act.
+# Spec §6: what each recipe sets, with its source in the paper (docs/training.md, "Recipes"). A later source (file,
+# flag) still overrides a recipe value. `mini_batches` is the paper's number of optimizer steps per rollout batch,
+# capped at the run's rows so that no mini-batch is empty (`build_config`): with one step per batch the ratio stays 1
+# and no clip range can act.
 RECIPES: dict[str, dict[str, Any]] = {
     "dapo": {  # arXiv:2503.14476
         "estimator": "grpo",  # §2.2 group-normalised advantage
