@@ -58,7 +58,8 @@ def _td(value) -> str:
     kind = ["warn"] if text.startswith(WARN) else ["few"] if TOO_FEW in text or text.endswith("(too few)") else []
     if text.endswith("*"):
         kind = ["sig", "up" if text.startswith("+") else "down" if text.startswith("-") else ""]
-    kind += ["n"] if _NUMBER.match(text) else ["text"] if len(text) > 40 else []
+    long = len(text) > 40  # prose that starts with a number ("+2.2 points avg ...") is text, not a number
+    kind += ["text"] if long else ["n"] if _NUMBER.match(text) else []
     css = " ".join(k for k in kind if k)
     return f"<td class='{css}'>{html.escape(text)}</td>" if css else f"<td>{html.escape(text)}</td>"
 
@@ -85,7 +86,7 @@ _CSS = (
     "img{max-width:100%;display:block;margin:.6em 0}p.note,ul.note{color:#555;font-size:13px;"
     "margin:.3em 0}td.warn{background:#fff3cd}td.few{color:#777;font-style:italic}td.sig{font-weight:bold}"
     "td.up{background:#e3f4e6}td.down{background:#fbe4e2}tr.base td{background:#f7f7f7;color:#444}"
-    "td.text{min-width:20em}"
+    "td.text{min-width:20em;max-width:40em}"
 )
 
 
