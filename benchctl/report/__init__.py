@@ -6,7 +6,7 @@ through the storage layer (`benchctl.results`), computes the numbers (`stats`, `
 
     OUT/report.md, OUT/report.html (self-contained, plots inline; section order: `sections`), OUT/plots/<name>.png
     OUT/runs.parquet, passk.parquet, comparisons.parquet, aggregates.parquet, improvement.parquet,
-    OUT/cost.parquet, training.parquet, eval_curve.parquet      (schemas: docs/report.md)
+    OUT/cost.parquet, training.parquet, eval_curve.parquet      (schemas: docs/schemas.md)
     OUT/compute_fits.parquet, compute_comparisons.parquet      (ScaleRL fits, `compute`), claims.parquet (--claims)
 """
 

@@ -31,6 +31,7 @@ Verdicts: `greater` holds when the interval's low end is above 0, does not hold 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,22 +44,6 @@ from benchctl.errors import BenchctlError
 
 DIRECTIONS = ("greater", "less", "at_least", "at_most")
 VERDICTS = ("holds", "does not hold", "inconclusive")
-CLAIM_KEYS = (
-    "paper",
-    "claim",
-    "arm",
-    "baseline",
-    "metric",
-    "k",
-    "direction",
-    "paper_effect",
-    "eval_task",
-    "arm_where",
-    "baseline_where",
-    "relative",
-    "margin",
-    "testbed",
-)
 CLAIM_COLUMNS = (
     "paper",
     "claim",
@@ -97,6 +82,9 @@ class Claim:
     relative: bool = False
     margin: float = 0.0
     testbed: str | None = None
+
+
+CLAIM_KEYS = tuple(f.name for f in dataclasses.fields(Claim))  # the keys a claims file may give
 
 
 def read_claims(path: str | Path) -> list[Claim]:

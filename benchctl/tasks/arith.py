@@ -90,10 +90,13 @@ class ArithTask(Task):
     known_size = 1000
     description = "synthetic single-digit addition, levels = number of terms (seeded, for tiny models)"
     held_out_task = "arith"  # trained on its train split, evaluated on its test split (disjoint by split_of)
+    default_split = "test"  # the split `get_task(name)` loads; `split=` chooses another
     shows_work = False  # the completion is the answer
 
-    def __init__(self, size: int = 1000, seed: int = 0, min_terms: int = 2, max_terms: int = 5, split: str = "test"):
-        self.config = ArithConfig(size, seed, min_terms, max_terms, split)
+    def __init__(
+        self, size: int = 1000, seed: int = 0, min_terms: int = 2, max_terms: int = 5, split: str | None = None
+    ):
+        self.config = ArithConfig(size, seed, min_terms, max_terms, split or self.default_split)
 
     def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
         """Generate the problems (`data_dir` is ignored: nothing is read)."""
@@ -165,11 +168,7 @@ class ArithValidationTask(ArithTask):
 
     description = "arith's validation split (disjoint from train and test): pick settings here, report on arith"
     held_out_task = None
-
-    def __init__(
-        self, size: int = 1000, seed: int = 0, min_terms: int = 2, max_terms: int = 5, split: str = "validation"
-    ):
-        super().__init__(size, seed, min_terms, max_terms, split)
+    default_split = "validation"
 
 
 @register_task("arith_steps_val")
@@ -178,11 +177,7 @@ class ArithStepsValidationTask(ArithStepsTask):
 
     description = "arith_steps' validation split (disjoint from train and test): pick settings here"
     held_out_task = None
-
-    def __init__(
-        self, size: int = 1000, seed: int = 0, min_terms: int = 2, max_terms: int = 5, split: str = "validation"
-    ):
-        super().__init__(size, seed, min_terms, max_terms, split)
+    default_split = "validation"
 
 
 def grade_integer(gold: str, extracted: str | None) -> Verdict:
