@@ -126,19 +126,25 @@ def test_in_place_cpu_sync_serves_exactly_what_vllms_reload_serves(engine, hf_mo
 
 
 def test_n_samples_per_prompt_with_consistent_finish_reasons_and_token_counts(engine, arith_prompts):
+    """Holds for every token the tokenizer has, byte tokens included: which tokens are sampled depends on the tiny
+    model's weights, trained locally at first use, so on the CPU's rounding (an AMD EPYC sampled a lone UTF-8 byte)."""
     sampling = SamplingConfig(n=5, temperature=1.0, top_p=1.0, max_tokens=2, seed=1)
     groups = engine.generate(arith_prompts, sampling, progress=False)
     assert len(groups) == len(arith_prompts) and all(len(g) == 5 for g in groups)
     samples = [s for g in groups for s in g]
     assert all(isinstance(s, Sample) for s in samples)
     assert {s.finish_reason for s in samples} <= {"stop", "length"}
-    ascii_samples = [s for s in samples if s.text.isascii()]  # a sampled lone UTF-8 byte decodes to U+FFFD
-    assert len(ascii_samples) > 0.9 * len(samples)
-    for s in ascii_samples:  # one token per ASCII character; a stop sample also spent one token on <eos>
-        if s.finish_reason == "length":
-            assert s.num_tokens == 2 and len(engine.tokenizer(s.text)["input_ids"]) == 2
-        else:
-            assert s.num_tokens <= 2 and len(engine.tokenizer(s.text)["input_ids"]) == s.num_tokens - 1
+    eos = engine.tokenizer.eos_token_id
+    for s in samples:
+        assert s.num_tokens == len(s.token_ids) and 1 <= s.num_tokens <= 2
+        if s.finish_reason == "length":  # cut at max_tokens, no stop token
+            assert s.num_tokens == 2 and eos not in s.token_ids
+        else:  # the last token is the stop token, and only it
+            assert s.token_ids[-1] == eos and eos not in s.token_ids[:-1]
+        body = s.token_ids[:-1] if s.finish_reason == "stop" else s.token_ids
+        decoded = engine.tokenizer.decode(list(body), skip_special_tokens=True)
+        # vLLM's detokenizer holds back an incomplete UTF-8 sequence at the end; a whole decode shows it as U+FFFD
+        assert s.text in (decoded, decoded.rstrip("\ufffd"))
     assert {"stop", "length"} == {s.finish_reason for s in samples}  # 1-digit answers stop, 2-digit ones are cut
 
 
