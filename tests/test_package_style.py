@@ -40,3 +40,33 @@ def test_cli_modules_import_no_heavy_backend_at_top(path):
     names = {a.name.split(".")[0] for n in top if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in top if isinstance(n, ast.ImportFrom) and n.module}
     assert not names & heavy
+
+
+# Imported only where their extra or venv is installed (pyproject's optional dependencies, the veRL venv); benchctl
+# itself never needs them. `pytest` is imported by benchctl.models.testing, the fixture factories for tests.
+OPTIONAL_IMPORTS = {"vllm", "ray", "trl", "verl", "tensorboard", "wandb", "trackio", "pytest"}
+
+
+def test_every_package_the_code_imports_is_a_declared_dependency():
+    import re
+    import sys
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower().replace("_", "-") for d in project["dependencies"]}
+    modules = set()
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+    third_party = modules - set(sys.stdlib_module_names) - OPTIONAL_IMPORTS - {"benchctl"}
+    distributions = packages_distributions()
+    undeclared = {
+        module: distributions.get(module)
+        for module in third_party
+        if not {d.lower().replace("_", "-") for d in distributions.get(module, [module])} & declared
+    }
+    assert not undeclared, f"imported but not in pyproject.toml [project] dependencies: {undeclared}"
