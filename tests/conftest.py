@@ -7,6 +7,12 @@
 - `benchmarks_dir`: the complete benchmark files, for tests about the data itself (row counts, every gold, every
   MBPP reference). Looked for in `$BENCHCTL_DATA_DIR`, then `shared/benchmarks` beside the checkout (the project
   layout, and CI's); when neither holds them the test is skipped with a reason that says where to put them.
+
+Markers (pyproject.toml): `slow` (over ~10 s on the 2-core CPU machine) and `vllm` (starts a vLLM engine or a
+training run); `make test-fast` deselects both. A test that asks for the `engine` fixture is marked `vllm` here. At the
+end of every session the terminal summary names the unmarked tests whose call took over `SLOW_SECONDS`, so the
+marker keeps meaning something; `BENCHCTL_SLOW_CHECK=strict` makes them fail the session (the timings are the
+machine's, so the default only names them).
 """
 
 import json
@@ -71,3 +77,32 @@ def chat_model(tmp_path_factory) -> Path:
     config = json.loads((folder / "tokenizer_config.json").read_text())
     (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
     return folder
+
+
+SLOW_SECONDS = 10.0
+_UNMARKED_SLOW: list[tuple[str, float]] = []
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.vllm)
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.duration > SLOW_SECONDS:
+        if "slow" not in report.keywords and "vllm" not in report.keywords:
+            _UNMARKED_SLOW.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not _UNMARKED_SLOW:
+        return
+    terminalreporter.write_sep("=", f"unmarked tests over {SLOW_SECONDS:.0f} s: mark them slow or vllm")
+    for nodeid, seconds in sorted(_UNMARKED_SLOW, key=lambda x: -x[1]):
+        terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _UNMARKED_SLOW and os.environ.get("BENCHCTL_SLOW_CHECK") == "strict" and exitstatus == 0:
+        session.exitstatus = 1
