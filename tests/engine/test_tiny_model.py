@@ -86,6 +86,7 @@ def _cached_in_child(root, queue):
     queue.put(str(cached_tiny_model(cache_dir=root, **QUICK)))
 
 
+@pytest.mark.slow
 def test_concurrent_cache_users_build_once_and_get_the_same_folder(tmp_path):
     ctx = multiprocessing.get_context("spawn")  # not fork: this process may already run vLLM's threads
     queue = ctx.Queue()

@@ -232,6 +232,7 @@ def math_verify_verdicts(pairs: list[tuple[str, str]]) -> list[bool]:
         ]
 
 
+@pytest.mark.slow
 def test_hypothesis_completions_are_graded_exactly_as_math_verify_grades_them(corpus):
     golds, prose = corpus
 

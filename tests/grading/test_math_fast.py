@@ -105,6 +105,7 @@ _STRUCTURE = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(_STRUCTURE)
 def test_literal_structures_are_built_exactly_as_latex2sympy_builds_them(text):

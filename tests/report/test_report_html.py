@@ -64,6 +64,7 @@ def _chromium(binary: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_report_page_renders_in_headless_chromium_with_its_table_and_every_image(chromium, tmp_path):
     cells = [
         (
