@@ -59,6 +59,7 @@ def mbpp(benchmarks_dir):
 # ---- real data ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_mbpp_reference_passes_with_its_challenge_tests(mbpp):
     assert len(mbpp) == 974
     assert sum(len(p.meta["challenge_test_list"]) > 0 for p in mbpp) == 11
@@ -89,6 +90,7 @@ def _mutant(problem: Problem, kind: str) -> str:
         """)
 
 
+@pytest.mark.slow
 def test_mutated_mbpp_references_fail(mbpp):
     items = [(p, _mutant(p, "none" if i % 2 == 0 else "perturb")) for i, p in enumerate(mbpp)]
     verdicts = grade_code(items, workers=2)
