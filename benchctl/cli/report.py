@@ -48,10 +48,17 @@ def report_command(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     claims: Annotated[str | None, typer.Option("--claims", help="Claims file (YAML) to test.")] = None,
     select_on: Annotated[str | None, typer.Option("--select-on", help="Validation task for swept settings.")] = None,
+    tuning_seeds: Annotated[
+        str | None,
+        typer.Option(
+            "--tuning-seeds", help="Seeds held apart to choose swept settings, e.g. 0,1 (default: leave-one-out)."
+        ),
+    ] = None,
 ):
     """Who beats the baseline, on which task, at which k, by how much (seed-level paired test, Holm; fewer than 3
     seeds: no claim), at what cost, and whether each run was healthy.  Method: docs/report.md."""
     from benchctl.report import ReportConfig, build_report
+    from benchctl.report.config import parse_seeds
     from benchctl.results.kspec import parse_ks
 
     config = _config(
@@ -64,6 +71,7 @@ def report_command(
         group_by=_split(group_by or ""),
         tasks=_split(tasks or ""),
         ks=parse_ks(k) if k else (),
+        tuning_seeds=parse_seeds(tuning_seeds or ""),
     )
     result = build_report(config)
     for table in result.rich_tables():

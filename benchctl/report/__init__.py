@@ -179,7 +179,8 @@ def build_report(config: ReportConfig) -> ReportResult:
 
     claim_list = read_claims(config.claims) if config.claims else None  # a bad file fails before any reading
     data = load_report_data(config)
-    data.settings = select_settings(data, config.select_on)  # each arm at its best swept setting (validation)
+    # each arm at its best swept setting, chosen per seed without that seed's runs (tuning.py)
+    data.settings = select_settings(data, config.select_on, config.baseline, config.tuning_seeds)
     tables, figures = _compute(data, config, claim_list)
     result = ReportResult(tables, figures, list(data.notes), Path(config.out) if config.out else None)
     result.legend = verdict_legend(config.baseline, config.confidence, config.alpha, not tables["comparisons"].empty)

@@ -37,6 +37,9 @@ class ReportConfig:
     rliable_reps: int = _f(1000, "stratified-bootstrap repetitions for the rliable summary")
     seed: int = _f(0, "bootstrap seed")
     select_on: str | None = _f(None, "validation task choosing each arm's swept setting; None -> the one *_val task")
+    tuning_seeds: tuple[int, ...] = _f(
+        (), "seeds held apart to choose swept settings (their runs leave the tests); () -> leave-one-seed-out"
+    )
     claims: str | None = _f(None, "claims file (YAML) to test against the runs (benchctl/report/claims.py)")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|default"})
 
@@ -84,3 +87,11 @@ def parse_where(text: str) -> Where:
             f"--where {text!r}: expected key=value, key=v1,v2 or key!=value (e.g. --where estimator=ha_dw)"
         )
     return Where(key.strip(), tuple(v.strip() for v in values.split(",")), negate)
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """`0,1` -> (0, 1) for --tuning-seeds; BenchctlError on anything but a comma list of integers."""
+    try:
+        return tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise BenchctlError(f"--tuning-seeds {text!r}: expected a comma list of seeds, e.g. 0,1") from None

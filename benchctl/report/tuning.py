@@ -4,15 +4,25 @@ chosen on a validation task, and only then is the arm compared on the test tasks
 Rule [our choice]: the setting columns are the `benchctl train` settings that take more than one value among the
 runs of one arm and training task (seeds, run folders and evaluation settings excluded). A run's validation task is
 `--select-on`, else `<its training task>_val` when it evaluated that task (arith -> arith_val, arith_steps ->
-arith_steps_val), so one report can hold arms trained on different tasks. For each (arm, training task), every
-combination of the settings' values is scored by its mean pass@k at the smallest k on its validation task (all
-seeds); the best one is kept (ties: the first in sorted order) and the other runs leave every test table. Validation
-tasks never enter the verdict tables. Without a validation task the settings become part of the arm (each setting
-its own row), with a note: choosing on the test tasks would be selection on the test set. The `settings` table shows
-the sensitivity: every combination's validation and test scores, seeds, and which one was chosen.
+arith_steps_val), so one report can hold arms trained on different tasks. A setting is scored by its mean pass@k at
+the smallest k on the validation task, per seed; ties go to the first in sorted order.
+
+Seed luck [our choice; docs/report.md, "Choosing a swept setting"]: validation and test are scored on the same
+trained runs, so a setting chosen on all seeds carries its lucky runs into the test (with 4 equal learning rates
+against a baseline with 1, the arm gained about +2.6 points). So the choice is cross-fitted by default: for seed s
+the setting is chosen on the other seeds' validation scores (leave-one-seed-out), and seed s's test value is the
+run of that setting at seed s, which played no part in choosing it. With `tuning_seeds` (held-apart tuning seeds)
+the setting is chosen once on those seeds' validation scores and their runs leave every test table. An arm with
+one seed is chosen on that seed (in-sample, with a note). The `settings` table gives every setting's validation
+and test scores, `chosen_for_seeds` (the seeds whose test value comes from it) and `method`. A note warns when an
+arm and its baseline were swept over different grids: cross-fitting removes the seed luck, not the advantage of
+tuning one arm more than the other. Without a validation task the settings become part of the arm (each setting
+its own row): choosing on the test tasks would be selection on the test set.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -22,6 +32,7 @@ NOT_SETTINGS = {
     *("eval_limit", "eval_temperature", "save_every", "report_to", "allow_overlap"),
 }
 SETTINGS_COLUMNS = ["arm", "setting", "validation_task", "validation_score", "eval_task", "test_score", "seeds"]
+LOO, HELD_APART, IN_SAMPLE = "leave-one-seed-out", "held-apart tuning seeds", "in-sample (one seed)"
 
 
 def setting_columns(runs: pd.DataFrame) -> list[str]:
@@ -54,61 +65,130 @@ def _validation_of(runs: pd.DataFrame, problems: pd.DataFrame, select_on: str | 
     return pd.Series(out, index=runs.index, dtype=object)
 
 
-def select_settings(data, select_on: str | None) -> pd.DataFrame:
-    """Keep each arm's best setting in `data` (in place: runs and problems filtered, validation problems removed);
-    returns the `settings` sensitivity table (empty when no setting varies within an arm)."""
+def choose_per_seed(val: pd.DataFrame, has_run: pd.DataFrame, tuning_seeds: Sequence = ()) -> dict:
+    """{test seed: (setting, method)} from `val` (settings x seeds: mean validation score of each run) and `has_run`
+    (settings x seeds, bool: a run exists). Leave-one-seed-out, or on `tuning_seeds` when given (module doc)."""
+    tuning = [s for s in tuning_seeds if s in val.columns]
+    out = {}
+    for seed in has_run.columns:
+        if tuning and seed in tuning:
+            continue  # a tuning seed chooses, it is never tested
+        others = tuning or [s for s in val.columns if s != seed]
+        method = HELD_APART if tuning else LOO
+        scores = val[others].mean(axis=1) if others else pd.Series(dtype=float)
+        if scores.dropna().empty:
+            scores, method = val[[seed]].mean(axis=1) if seed in val else scores, IN_SAMPLE
+        candidates = scores[has_run[seed].reindex(scores.index, fill_value=False)].dropna()
+        if not candidates.empty:  # highest score, ties to the first setting in sorted order
+            out[seed] = (candidates.sort_index().idxmax(), method)
+    return out
+
+
+def select_settings(
+    data, select_on: str | None, baseline: str | None = None, tuning_seeds: Sequence[int] = ()
+) -> pd.DataFrame:
+    """Keep, for each arm and seed, the run of the setting chosen without that seed (module doc) in `data` (in
+    place: runs and problems filtered, validation problems removed); returns the `settings` table (empty when no
+    setting varies within an arm)."""
     runs, problems = data.runs, data.problems
-    runs = runs.assign(validation=_validation_of(runs, problems, select_on))
+    runs = runs.assign(validation=_validation_of(runs, problems, select_on), seed_key=runs["seed"].fillna(-1))
     val_tasks = set(runs["validation"].dropna())
     data.problems = problems[~problems["eval_task"].isin(val_tasks)]
     cols = setting_columns(runs)
     if not cols:
-        return pd.DataFrame(columns=[*SETTINGS_COLUMNS, "chosen"])
+        return pd.DataFrame(columns=[*SETTINGS_COLUMNS, "chosen", "chosen_for_seeds", "method"])
     unit = _unit(runs)
     runs["setting"] = [_label(r, cols) for r in runs.to_dict("records")]
     k = int(problems["k"].min())
-    at_k = problems[problems["k"] == k].merge(runs[["run_id", *unit, "setting", "seed", "validation"]], on="run_id")
-    keys = [*unit, "setting", "eval_task"]
-    scores = at_k.groupby(keys).agg(score=("value", "mean"), seeds=("seed", "nunique")).reset_index()
-    on_val = at_k[at_k["eval_task"] == at_k["validation"]]
-    val_scores = on_val.groupby([*unit, "setting"])["value"].mean().rename("validation_score").reset_index()
-    ranked = val_scores.sort_values(
-        [*unit, "validation_score", "setting"], ascending=[True] * len(unit) + [False, True]
-    )
-    best = {tuple(r[c] for c in unit): r["setting"] for r in ranked.groupby(unit).head(1).to_dict("records")}
-    key = list(zip(*(runs[c] for c in unit)))
-    chosen = pd.Series([best.get(kv) for kv in key], index=runs.index)
-    unchosen = chosen.isna()
+    at_k = problems[problems["k"] == k].merge(runs[["run_id", *unit, "setting", "seed_key", "validation"]])
+    choices = _choices(runs, at_k, unit, tuning_seeds)
+    picked = [choices.get((tuple(r[c] for c in unit), r["seed_key"]), (None, None))[0] for _, r in runs.iterrows()]
+    unchosen = runs["validation"].isna() & runs.groupby(unit)["validation"].transform(lambda v: v.isna().all())
     if unchosen.any():
         data.notes.append(
             f"{', '.join(cols)} vary within arms evaluated on no validation task (--select-on, or <task>_val among "
             "the eval tasks): each of their settings is reported as its own arm, none chosen"
         )
         runs.loc[unchosen, "arm"] = runs.loc[unchosen, "arm"] + " " + runs.loc[unchosen, "setting"]
-    keep = unchosen | (runs["setting"] == chosen)
-    data.runs = runs[keep].drop(columns=["setting", "validation"]).reset_index(drop=True)
+    keep = unchosen | (runs["setting"] == pd.Series(picked, index=runs.index))
+    _keep_runs(data, runs, keep)
+    _notes(data, runs[~unchosen], cols, val_tasks, k, choices, baseline, tuning_seeds)
+    return _sensitivity(at_k, runs[~unchosen], unit, choices)
+
+
+def _choices(runs: pd.DataFrame, at_k: pd.DataFrame, unit: list[str], tuning_seeds: Sequence) -> dict:
+    """{(unit key, seed): (setting, method)} for every arm (and training task) with a validation task."""
+    on_val = at_k[at_k["eval_task"] == at_k["validation"]]
+    per_run = on_val.groupby([*unit, "setting", "seed_key"])["value"].mean()
+    out = {}
+    for key, part in runs.dropna(subset=["validation"]).groupby(unit):
+        key = key if isinstance(key, tuple) else (key,)
+        val = per_run.loc[key].unstack("seed_key") if key in per_run.index.droplevel([-2, -1]) else pd.DataFrame()
+        has_run = pd.crosstab(part["setting"], part["seed_key"]) > 0
+        val = val.reindex(index=has_run.index, columns=sorted(set(val.columns) | set(has_run.columns)))
+        for seed, choice in choose_per_seed(val, has_run, tuning_seeds).items():
+            out[(key, seed)] = choice
+    return out
+
+
+def _keep_runs(data, runs: pd.DataFrame, keep: pd.Series) -> None:
+    """Filter every frame of `data` to the kept runs."""
+    data.runs = runs[keep].drop(columns=["setting", "validation", "seed_key"]).reset_index(drop=True)
     kept = set(data.runs["run_id"])
     data.problems = data.problems[data.problems["run_id"].isin(kept)]
     if not data.metrics.empty:
         data.metrics = data.metrics[data.metrics["run_id"].isin(kept)]
     if not data.eval_curve.empty:
         data.eval_curve = data.eval_curve[data.eval_curve["run_id"].isin(kept)]
-    if best:
-        data.notes.append(
-            f"each arm's {', '.join(cols)} chosen on its validation task ({', '.join(sorted(val_tasks))}, pass@{k}); "
-            "the other settings' runs are in the settings table only"
-        )
-    return _sensitivity(scores, val_scores, best, unit, runs)
 
 
-def _sensitivity(scores, val_scores, best: dict, unit: list[str], runs: pd.DataFrame) -> pd.DataFrame:
-    """Every (arm, setting, test task): its validation and test scores, seeds, and whether it was chosen."""
+def _notes(data, runs, cols, val_tasks, k: int, choices: dict, baseline, tuning_seeds) -> None:
+    """How the settings were chosen; in-sample choices; arms swept over a grid other than their baseline's."""
+    if not choices:
+        return
+    how = (
+        f"on seeds {', '.join(map(str, tuning_seeds))} held apart (not tested)"
+        if tuning_seeds
+        else ("for each seed on the other seeds (leave-one-seed-out), so a lucky run never chooses its own setting")
+    )
+    data.notes.append(
+        f"each arm's {', '.join(cols)} chosen on its validation task ({', '.join(sorted(val_tasks))}, pass@{k}) "
+        f"{how}; the settings table says which setting each seed's test value comes from"
+    )
+    alone = sorted({key[0] for (key, _), (_, method) in choices.items() if method == IN_SAMPLE})
+    if alone:
+        data.notes.append(f"{', '.join(alone)}: one seed, so its setting was chosen on the run it is tested on")
+    grids = runs.groupby("arm")["setting"].agg(lambda s: tuple(sorted(set(s)))).to_dict()
+    from benchctl.report.stats import baseline_pairs
+
+    for arm, base in baseline_pairs(data, baseline):
+        if arm in grids and base in grids and grids[arm] != grids[base]:
+            data.notes.append(
+                f"{arm} was swept over {len(grids[arm])} setting(s) ({'; '.join(grids[arm])}), its baseline {base} "
+                f"over {len(grids[base])} ({'; '.join(grids[base])}): the comparison includes the gain from tuning "
+                "one arm more than the other"
+            )
+
+
+def _sensitivity(at_k: pd.DataFrame, runs: pd.DataFrame, unit: list[str], choices: dict) -> pd.DataFrame:
+    """Every (arm, setting, test task): validation and test scores (all seeds), seeds, and the seeds it served."""
+    at_k = at_k[at_k["run_id"].isin(set(runs["run_id"]))]
     vals = runs.dropna(subset=["validation"]).drop_duplicates(unit).set_index(unit)["validation"]
-    test = scores[~scores["eval_task"].isin(set(vals))].rename(columns={"score": "test_score"})
-    rows = test.merge(val_scores, on=[*unit, "setting"], how="left")
-    rows["validation_task"] = [
-        vals.get(tuple(r[c] for c in unit) if len(unit) > 1 else r[unit[0]]) for r in rows.to_dict("records")
-    ]
-    rows["chosen"] = [best.get(tuple(r[c] for c in unit)) == r["setting"] for r in rows.to_dict("records")]
-    columns = [*SETTINGS_COLUMNS, "chosen"] + (["task"] if "task" in unit else [])
+    scores = at_k.groupby([*unit, "setting", "eval_task"]).agg(score=("value", "mean"), seeds=("seed_key", "nunique"))
+    scores = scores.reset_index()
+    on_val = at_k[at_k["eval_task"] == at_k["validation"]]
+    val_scores = on_val.groupby([*unit, "setting"])["value"].mean().rename("validation_score").reset_index()
+    rows = scores[~scores["eval_task"].isin(set(vals))].rename(columns={"score": "test_score"})
+    rows = rows.merge(val_scores, on=[*unit, "setting"], how="left")
+    served, methods = {}, {}
+    for (key, seed), (setting, method) in choices.items():
+        served.setdefault((key, setting), []).append(seed)
+        methods[key] = method if methods.get(key, method) == method else f"{methods[key]}; {method}"
+    keys = [tuple(r[c] for c in unit) for r in rows.to_dict("records")]
+    rows["validation_task"] = [vals.get(kv if len(unit) > 1 else kv[0]) for kv in keys]
+    seeds_of = [sorted(served.get((kv, s), [])) for kv, s in zip(keys, rows["setting"])]
+    rows["chosen"] = [bool(s) for s in seeds_of]
+    rows["chosen_for_seeds"] = [",".join(str(int(x)) if float(x).is_integer() else str(x) for x in s) for s in seeds_of]
+    rows["method"] = [methods.get(kv, "") for kv in keys]
+    columns = [*SETTINGS_COLUMNS, "chosen", "chosen_for_seeds", "method"] + (["task"] if "task" in unit else [])
     return rows[columns].sort_values(["arm", "eval_task", "setting"]).reset_index(drop=True)

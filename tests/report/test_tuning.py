@@ -1,7 +1,9 @@
-"""Each arm at its own best learning rate: the setting is chosen on the validation task, the other settings' runs
-leave the verdict, the validation task never enters it, and the sensitivity table shows every setting."""
+"""Each arm at its own best learning rate: the setting is chosen on the validation task without the seed it is
+tested on (or on held-apart seeds), the other settings' runs leave the verdict, the validation task never enters
+it, and the settings table shows every setting and the seeds it served."""
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
@@ -19,9 +21,9 @@ TRUTH = {
 }
 
 
-def _results(tmp_path, with_validation=True, tasks=None):
+def _results(tmp_path, with_validation=True, tasks=None, truth=None):
     results, rows = tmp_path / "results", []
-    for (arm, lr), (p_val, p_test) in TRUTH.items():
+    for (arm, lr), (p_val, p_test) in (truth or TRUTH).items():
         task = (tasks or {}).get(arm, "arith")
         for seed in range(3):
             rng = np.random.default_rng([seed, int(lr * 1e5), len(arm)])
@@ -73,3 +75,55 @@ def test_arms_trained_on_different_tasks_are_each_chosen_on_their_own_validation
     assert chosen["validation_task"].to_dict() == {"avspo": "arith_steps_val", "grpo": "arith_val"}
     passk = pq.read_table(out / "passk.parquet").to_pandas()
     assert set(passk["eval_task"]) == {"arith", "arith_steps"}
+
+
+def test_a_lucky_run_never_chooses_the_setting_it_is_tested_on():
+    from benchctl.report.tuning import LOO, choose_per_seed
+
+    # settings x seeds validation scores: "b" is worse on seeds 1 and 2 but seed 0's run of "b" was lucky
+    val = pd.DataFrame({0: [0.5, 0.9], 1: [0.5, 0.4], 2: [0.5, 0.4]}, index=["a", "b"])
+    chosen = choose_per_seed(val, val.notna())
+    assert chosen[0] == ("a", LOO)  # chosen on seeds 1 and 2, where "a" is better
+    assert chosen[1] == ("b", LOO) and chosen[2] == ("b", LOO)  # seed 0's luck picks, but seeds 1, 2 are tested
+
+
+def test_held_apart_tuning_seeds_choose_once_and_are_never_tested():
+    from benchctl.report.tuning import HELD_APART, choose_per_seed
+
+    val = pd.DataFrame({0: [0.9, 0.1], 1: [0.8, 0.2], 2: [0.1, 0.9], 3: [0.1, 0.9]}, index=["a", "b"])
+    chosen = choose_per_seed(val, val.notna(), tuning_seeds=(0, 1))
+    assert chosen == {2: ("a", HELD_APART), 3: ("a", HELD_APART)}
+
+
+def test_settings_table_names_for_every_seed_the_setting_its_test_value_comes_from(tmp_path):
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", str(_results(tmp_path)), "--out", str(out), "--k", "1"])
+    assert result.exit_code == 0, result.output
+    settings = pq.read_table(out / "settings.parquet").to_pandas()
+    for _, part in settings.groupby(["arm", "eval_task"]):
+        served = [s for cell in part["chosen_for_seeds"] for s in cell.split(",") if s]
+        assert sorted(served) == ["0", "1", "2"]  # each seed served by exactly one setting
+    assert set(settings["method"]) == {"leave-one-seed-out"}
+    assert "leave-one-seed-out" in " ".join(result.output.split())
+
+
+def test_an_arm_swept_over_a_wider_grid_than_its_baseline_gets_a_note(tmp_path):
+    truth = {k: v for k, v in TRUTH.items() if k != ("grpo", 1e-4)}  # grpo at one lr, avspo at two
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", str(_results(tmp_path, truth=truth)), "--out", str(out), "--k", "1"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "avspo was swept over 2 setting(s)" in text and "its baseline grpo over 1" in text
+
+
+def test_tuning_seeds_leave_the_test_tables(tmp_path):
+    out = tmp_path / "report"
+    args = ["report", str(_results(tmp_path)), "--out", str(out), "--k", "1", "--tuning-seeds", "0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    passk = pq.read_table(out / "passk.parquet").to_pandas()
+    assert (passk["seeds"] == 2).all()  # seeds 1 and 2 only
+    settings = pq.read_table(out / "settings.parquet").to_pandas()
+    assert set(settings["method"]) == {"held-apart tuning seeds"}
+    bad = CliRunner().invoke(app, [*args[:-1], "zero"])
+    assert bad.exit_code == 2 and "--tuning-seeds 'zero'" in bad.output
