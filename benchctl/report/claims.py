@@ -17,16 +17,30 @@ A claims file (YAML) lists what papers report, in terms the report can check:
         relative: false                           # true: effect = mean(arm) / mean(baseline) - 1
         margin: 0.0                               # non-inferiority margin (at_least / at_most)
         testbed: null                             # a reason when the embedded testbed cannot express the claim
+        id: hadw_beats_grpo                       # optional: a name other claims can require
+        requires: null                            # optional: the id of the claim this one presupposes
+        stated_effect: 0.021                      # optional: low end of the paper's effect, a magnitude in the
+                                                  # claim's direction and units (0.04 for +4-6 points of pass@1,
+                                                  # 0.58 for "58-63% lower" with relative: true)
 
 Statistics [our choice]: the training run is the unit, as in the report's comparisons. The arm's and the
 baseline's runs are paired by seed (same data order and sampling seeds) and, for pass@k, by held-out problem; the
 effect is the mean difference and its interval the report's seed-level one (`benchctl.report.stats.
-crossed_estimate`: between-seed plus between-problem variance, t with seeds - 1 degrees of freedom; a training
-metric, e.g. acr/all, is one mean per run, so only the seed term remains). For a relative effect (mean(arm) /
-mean(baseline) - 1) the interval is a percentile bootstrap over seeds. Fewer than 3 paired seeds: no verdict.
-Verdicts: `greater` holds when the interval's low end is above 0, does not hold when its high end is at or below 0;
-`at_least` holds when the low end is above -margin, does not hold when the high end is below -margin (mirrored for
-`less` / `at_most`); otherwise (or with too few seeds) `inconclusive`.
+crossed_estimate`; a training metric, e.g. acr/all, is one mean per run, so only the seed term remains). For a
+relative effect the interval is a paired t-interval on the per-seed log ratios d_s = log(mean_s(arm) /
+mean_s(baseline)): effect exp(mean d) - 1, interval exp(mean d +- t(S-1) sd(d) / sqrt(S)) - 1 (the geometric mean
+ratio; the problems of a pass@k claim enter through the per-seed means only). It covered the true ratio 94-96% at
+3-10 seeds where the old percentile bootstrap over seeds covered 74-86% (benchmarks/report_claims_coverage.py,
+docs/report.md "Claims"). Fewer than 3 paired seeds: no verdict.
+Verdicts (read in the claim's direction: `less` / `at_most` mirror the interval onto `greater` / `at_least`):
+* `greater` holds when the interval's low end is above 0, does not hold when its high end is at or below 0;
+  `at_least` holds when the low end is above -margin, does not hold when the high end is below -margin;
+* with `stated_effect` e, "paper's effect excluded" replaces holds or inconclusive when the interval's high end
+  is below e: the runs rule out an effect as large as the paper's (does not hold stays);
+* with `requires`, the claim is "inconclusive" (reason "premise not established") unless the required claim
+  holds: "OAR-P at least matches OAR-G" says nothing when OAR-G does not beat GRPO, since two arms that both equal
+  GRPO also "match";
+* otherwise (or with too few seeds) `inconclusive`.
 """
 
 from __future__ import annotations
@@ -43,8 +57,11 @@ import pandas as pd
 from benchctl.errors import BenchctlError
 
 DIRECTIONS = ("greater", "less", "at_least", "at_most")
-VERDICTS = ("holds", "does not hold", "inconclusive")
+EXCLUDED = "paper's effect excluded"
+VERDICTS = ("holds", "does not hold", "inconclusive", EXCLUDED)
 CLAIM_COLUMNS = (
+    "id",
+    "requires",
     "paper",
     "claim",
     "arm",
@@ -57,6 +74,8 @@ CLAIM_COLUMNS = (
     "low",
     "high",
     "seeds",
+    "margin",
+    "stated_effect",
     "verdict",
     "paper_effect",
     "reason",
@@ -82,6 +101,9 @@ class Claim:
     relative: bool = False
     margin: float = 0.0
     testbed: str | None = None
+    id: str | None = None
+    requires: str | None = None
+    stated_effect: float | None = None
 
 
 CLAIM_KEYS = tuple(f.name for f in dataclasses.fields(Claim))  # the keys a claims file may give
@@ -101,7 +123,29 @@ def read_claims(path: str | Path) -> list[Claim]:
     items = data.get("claims") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         raise BenchctlError(f"claims file {p} must hold 'claims:', a list of claims with keys: {', '.join(CLAIM_KEYS)}")
-    return [_claim(item, f"{p}: claim {i + 1}") for i, item in enumerate(items)]
+    claims = [_claim(item, f"{p}: claim {i + 1}") for i, item in enumerate(items)]
+    _check_requires(claims, p)
+    return claims
+
+
+def _check_requires(claims: list[Claim], path: Path) -> None:
+    """Ids are unique; every `requires` names an id of the file; no claim requires itself through a chain."""
+    ids: dict[str, int] = {}
+    for i, c in enumerate(claims):
+        if c.id is not None and ids.setdefault(c.id, i) != i:
+            raise BenchctlError(f"{path}: claim {i + 1}: id {c.id!r} is already claim {ids[c.id] + 1}'s")
+    for i, c in enumerate(claims):
+        seen, current = {i}, c
+        while current.requires is not None:
+            if current.requires not in ids:
+                known = ", ".join(ids) or "none"
+                raise BenchctlError(f"{path}: claim {i + 1}: requires {current.requires!r}, no claim has that id "
+                                    f"(ids: {known})")  # fmt: skip
+            j = ids[current.requires]
+            if j in seen:
+                raise BenchctlError(f"{path}: claim {i + 1}: its requires chain returns to itself")
+            seen.add(j)
+            current = claims[j]
 
 
 def _claim(item: Any, where: str) -> Claim:
@@ -124,10 +168,31 @@ def _claim(item: Any, where: str) -> Claim:
     for key in ("arm_where", "baseline_where"):
         if not isinstance(values.get(key, {}), dict):
             raise BenchctlError(f"{where}: {key} must be a mapping of run columns to values")
-    margin = values.get("margin", 0.0)
-    if not isinstance(margin, (int, float)) or isinstance(margin, bool) or margin < 0:
-        raise BenchctlError(f"{where}: margin must be a number >= 0; got {margin!r}")
+    _check_numbers_and_ids(values, where)
     return Claim(**values)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(np.isfinite(value))
+
+
+def _check_numbers_and_ids(values: dict, where: str) -> None:
+    """margin >= 0; stated_effect > 0 (a magnitude in the claim's direction); id and requires non-empty text."""
+    margin = values.get("margin", 0.0)
+    if not _is_number(margin) or margin < 0:
+        raise BenchctlError(f"{where}: margin must be a number >= 0; got {margin!r}")
+    stated = values.get("stated_effect")
+    if stated is not None and (not _is_number(stated) or stated <= 0):
+        raise BenchctlError(
+            f"{where}: stated_effect must be a number > 0, the low end of the paper's effect in the claim's "
+            f"direction and units (0.04 for +4-6 points); got {stated!r}"
+        )
+    for key in ("id", "requires"):
+        value = values.get(key)
+        if value is not None and (not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value)):
+            raise BenchctlError(f"{where}: {key} must be a name; got {value!r}")
+        if value is not None:
+            values[key] = str(value)
 
 
 # ---- evaluation -----------------------------------------------------------------------------------------------
@@ -173,7 +238,7 @@ def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | No
     return wide(arm), wide(base), None
 
 
-def seed_effect(arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidence: float = 0.95, seed: int = 0):
+def seed_effect(arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidence: float = 0.95):
     """(effect, low, high, paired seeds) from units x seeds values paired by seed and unit (module docstring)."""
     from benchctl.report.stats import crossed_estimate
 
@@ -181,69 +246,88 @@ def seed_effect(arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidenc
     if not seeds:
         return np.nan, np.nan, np.nan, 0
     both = arm[seeds].join(base[seeds], how="inner", lsuffix="_arm", rsuffix="_base").dropna()
-    a, b = both.iloc[:, : len(seeds)].to_numpy(float), both.iloc[:, len(seeds) :].to_numpy(float)
+    a, b = both.iloc[:, : len(seeds)].to_numpy(float), both.iloc[:, len(seeds) :].to_numpy(float)  # (P, S) each
     if not relative:
         est = crossed_estimate(a - b, confidence)
         return est.mean, est.low, est.high, len(seeds)
-    a, b = a.mean(axis=0), b.mean(axis=0)  # per-seed means
-    effect = float(a.mean() / b.mean() - 1) if b.mean() else np.nan
-    if len(seeds) < 2:
-        return effect, np.nan, np.nan, len(seeds)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(seeds), size=(5000, len(seeds)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reps = a[picks].mean(axis=1) / b[picks].mean(axis=1) - 1
-    reps = reps[np.isfinite(reps)]
-    tail = 100 * (1 - confidence) / 2
-    return effect, float(np.percentile(reps, tail)), float(np.percentile(reps, 100 - tail)), len(seeds)
+    effect, low, high = log_ratio_interval(a.mean(axis=0), b.mean(axis=0), confidence)
+    return effect, low, high, len(seeds)
 
 
-def verdict(direction: str, low: float, high: float, seeds: int, margin: float = 0.0) -> str:
-    """holds / does not hold / inconclusive from the interval [low, high] (module docstring)."""
+def log_ratio_interval(arm: np.ndarray, base: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Relative effect of per-seed means arm (S,) over base (S,), paired by seed: a t-interval on the log ratios
+    d_s = log(arm_s / base_s), returned as (exp(mean d) - 1, exp(low) - 1, exp(high) - 1). NaN where a mean is
+    not positive (the log ratio is undefined); no interval under 2 seeds."""
+    from scipy import stats
+
+    arm, base = np.asarray(arm, float), np.asarray(base, float)
+    if len(arm) == 0 or (arm <= 0).any() or (base <= 0).any():
+        return np.nan, np.nan, np.nan
+    d = np.log(arm / base)  # (S,)
+    effect = float(np.expm1(d.mean()))
+    if len(d) < 2:
+        return effect, np.nan, np.nan
+    if np.ptp(d) == 0:  # every seed gives the same ratio
+        return effect, effect, effect
+    low, high = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
+    return effect, float(np.expm1(low)), float(np.expm1(high))
+
+
+def verdict(
+    direction: str, low: float, high: float, seeds: int, margin: float = 0.0, stated_effect: float | None = None
+) -> str:
+    """holds / does not hold / inconclusive / paper's effect excluded from the interval [low, high] (module doc)."""
     if seeds < MIN_SEEDS or not (np.isfinite(low) and np.isfinite(high)):
         return "inconclusive"
     if direction in ("less", "at_most"):  # mirror onto greater / at_least
         low, high = -high, -low
     bar = 0.0 if direction in ("greater", "less") else -margin
-    if low > bar:
-        return "holds"
     if high <= bar if direction in ("greater", "less") else high < bar:
         return "does not hold"
-    return "inconclusive"
+    if stated_effect is not None and high < stated_effect:
+        return EXCLUDED
+    return "holds" if low > bar else "inconclusive"
 
 
 def evaluate_claims(data, claims: list[Claim], confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """The `claims.parquet` table: one row per claim (CLAIM_COLUMNS), a reason where no verdict could be made."""
-    rows = []
-    for c in claims:
-        row = {
-            "paper": c.paper,
-            "claim": c.claim,
-            "arm": c.arm,
-            "baseline": c.baseline,
-            "metric": c.metric,
-            "k": c.k if c.metric == "pass@k" else None,
-            "direction": c.direction,
-            "relative": bool(c.relative),
-            "paper_effect": c.paper_effect,
-        }
-        if c.testbed:
-            rows.append({**row, "effect": np.nan, "low": np.nan, "high": np.nan, "seeds": 0})
-            rows[-1].update(verdict="inconclusive", reason=f"not expressible on this testbed: {c.testbed}")
-            continue
-        arm, base, reason = run_values(data, c)
-        effect, low, high, n = seed_effect(arm, base, c.relative, confidence, seed)
-        if reason is None and n < MIN_SEEDS:
-            reason = f"too few seeds: {n} paired (at least {MIN_SEEDS})"
-        rows.append(
-            {
-                **row,
-                "effect": effect,
-                "low": low,
-                "high": high,
-                "seeds": n,
-                "verdict": verdict(c.direction, low, high, n, c.margin),
-                "reason": reason,
-            }
-        )
-    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+    """The `claims.parquet` table: one row per claim (CLAIM_COLUMNS), a reason where no verdict could be made; a
+    claim with `requires` is judged after its premise and is inconclusive unless the premise holds. `seed` is
+    unused: every interval is analytic (kept for callers)."""
+    rows: dict[int, dict] = {}
+    index = {c.id: i for i, c in enumerate(claims) if c.id is not None}
+
+    def judge(i: int) -> dict:
+        if i not in rows:
+            c = claims[i]
+            premise = judge(index[c.requires]) if c.requires is not None else None
+            rows[i] = _claim_row(data, c, confidence, premise)
+        return rows[i]
+
+    for i in range(len(claims)):
+        judge(i)
+    return pd.DataFrame([rows[i] for i in range(len(claims))], columns=list(CLAIM_COLUMNS))
+
+
+def _claim_row(data, c: Claim, confidence: float, premise: dict | None) -> dict:
+    """One claim's row; `premise` is the row of the claim it requires (None without `requires`)."""
+    row = {
+        **{k: getattr(c, k) for k in ("id", "requires", "paper", "claim", "arm", "baseline", "metric", "direction")},
+        "k": c.k if c.metric == "pass@k" else None,
+        "relative": bool(c.relative),
+        "margin": float(c.margin),
+        "stated_effect": np.nan if c.stated_effect is None else float(c.stated_effect),
+        "paper_effect": c.paper_effect,
+    }
+    if c.testbed:
+        row.update(effect=np.nan, low=np.nan, high=np.nan, seeds=0, verdict="inconclusive")
+        return {**row, "reason": f"not expressible on this testbed: {c.testbed}"}
+    arm, base, reason = run_values(data, c)
+    effect, low, high, n = seed_effect(arm, base, c.relative, confidence)
+    if reason is None and n < MIN_SEEDS:
+        reason = f"too few seeds: {n} paired (at least {MIN_SEEDS})"
+    if reason is None and c.relative and not np.isfinite(effect):
+        reason = "relative effect undefined: a seed's mean is not positive"
+    found = verdict(c.direction, low, high, n, c.margin, c.stated_effect)
+    if premise is not None and premise["verdict"] != "holds":
+        found, reason = "inconclusive", f"premise not established: {c.requires!r} {premise['verdict']}"
+    return {**row, "effect": effect, "low": low, "high": high, "seeds": n, "verdict": found, "reason": reason}

@@ -1,14 +1,17 @@
 """Claims: a paper's statement gets `holds` only when the seed-level interval says so; too few seeds, an
 inconsistent gain or a claim the testbed cannot express never does."""
 
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from benchctl.errors import BenchctlError
-from benchctl.report.claims import Claim, evaluate_claims, read_claims, verdict
+from benchctl.report.claims import EXCLUDED, Claim, evaluate_claims, log_ratio_interval, read_claims, verdict
 
 
 def _data(per_seed: dict[tuple[str, int], list[float]], acr: dict[str, float] | None = None):
@@ -95,3 +98,77 @@ def test_claims_files_with_bad_entries_are_refused_in_one_line(tmp_path):
         read_claims(path)
     path.write_text("claims:\n  - {paper: 2601.08521, claim: x, arm: a, baseline: b, k: 4}\n")
     assert read_claims(path)[0].paper == "2601.08521" and read_claims(path)[0].k == 4
+
+
+def _oar(g: list[float], p: list[float]):
+    return _data({("grpo", 8): [0.30, 0.31, 0.29, 0.30, 0.30], ("oar_g", 8): g, ("oar_p", 8): p})
+
+
+def _premise_and_parity() -> list[Claim]:
+    premise = _claim(arm="oar_g", id="oar_g_beats_grpo")
+    parity = _claim(arm="oar_p", baseline="oar_g", direction="at_least", margin=0.02, requires="oar_g_beats_grpo")
+    return [parity, premise]  # the premise may come after the claim that requires it
+
+
+def test_a_parity_claim_between_two_arms_equal_to_the_baseline_is_not_called_holds():
+    rows = evaluate_claims(_oar([0.30, 0.31, 0.29, 0.30, 0.30], [0.30, 0.31, 0.29, 0.30, 0.30]), _premise_and_parity())
+    parity, premise = rows.iloc[0], rows.iloc[1]
+    assert premise.verdict == "does not hold"
+    assert parity.verdict == "inconclusive" and parity.reason.startswith("premise not established")
+    assert parity.effect == pytest.approx(0.0) and list(rows["id"]) == [None, "oar_g_beats_grpo"]
+
+
+def test_a_parity_claim_is_tested_once_its_premise_holds():
+    rows = evaluate_claims(_oar([0.40, 0.41, 0.39, 0.40, 0.40], [0.40, 0.40, 0.40, 0.40, 0.41]), _premise_and_parity())
+    assert list(rows["verdict"]) == ["holds", "holds"] and pd.isna(rows.iloc[0].reason)
+    assert list(rows["margin"]) == [0.02, 0.0]
+
+
+def test_an_interval_short_of_the_stated_effect_excludes_the_papers_effect():
+    data = _data({("grpo", 8): [0.30, 0.31, 0.29, 0.30, 0.30], ("new", 8): [0.31, 0.32, 0.30, 0.31, 0.31]})
+    row = evaluate_claims(data, [_claim(stated_effect=0.04)]).iloc[0]
+    assert row.high < 0.04 and row.verdict == EXCLUDED and row.stated_effect == 0.04
+    assert evaluate_claims(data, [_claim(stated_effect=0.005)]).iloc[0].verdict == "holds"
+
+
+def test_a_consistent_loss_still_does_not_hold_with_a_stated_effect():
+    assert verdict("greater", -0.05, -0.01, 5, stated_effect=0.04) == "does not hold"
+    assert verdict("greater", -0.01, 0.02, 5, stated_effect=0.04) == EXCLUDED  # inconclusive, but short of +4
+    assert verdict("less", -0.5, -0.3, 5, stated_effect=0.58) == EXCLUDED  # 30-50% lower: short of 58% lower
+    assert verdict("less", -0.7, -0.3, 5, stated_effect=0.58) == "holds"
+
+
+def test_a_relative_effect_is_a_paired_t_interval_on_per_seed_log_ratios():
+    arm, base = np.array([0.15, 0.2, 0.18, 0.12, 0.16]), np.array([0.40, 0.42, 0.45, 0.38, 0.41])
+    effect, low, high = log_ratio_interval(arm, base)
+    d = np.log(arm / base)
+    half = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
+    assert effect == pytest.approx(np.expm1(d.mean()))
+    assert (low, high) == pytest.approx((np.expm1(d.mean() - half), np.expm1(d.mean() + half)))
+    assert np.isnan(log_ratio_interval(np.array([0.0, 0.1, 0.2]), np.array([0.3, 0.3, 0.3]))[0])
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ("{paper: 1, claim: x, arm: a, baseline: b, requires: nope}", "requires 'nope', no claim has that id"),
+        ("{paper: 1, claim: x, arm: a, baseline: b, id: p, requires: p}", "its requires chain returns to itself"),
+        ("{paper: 1, claim: x, arm: a, baseline: b, stated_effect: -0.04}", "stated_effect must be a number > 0"),
+        ("{paper: 1, claim: x, arm: a, baseline: b, id: p}\n  - {paper: 1, claim: y, arm: a, baseline: b, id: p}",
+         "id 'p' is already claim 1's"),
+    ],
+)  # fmt: skip
+def test_claims_files_with_bad_ids_requires_or_stated_effects_are_refused_in_one_line(tmp_path, entries, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"claims:\n  - {entries}\n")
+    with pytest.raises(BenchctlError, match=re.escape(message)) as err:
+        read_claims(path)
+    assert "\n" not in str(err.value)
+
+
+def test_the_shipped_claims_file_reads_and_its_parity_claims_require_a_premise():
+    claims = read_claims(Path(__file__).parents[2] / "examples" / "claims" / "claims.yaml")
+    ids = {c.id for c in claims if c.id}
+    parity = [c for c in claims if c.direction == "at_least" and c.arm.startswith("oar")]
+    assert parity and all(c.requires in ids for c in parity)
+    assert {c.stated_effect for c in claims if c.id == "avspo_acr_lower"} == {0.58}
