@@ -105,7 +105,8 @@ def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
 
 
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim: paper, claim, arm vs baseline, metric, our effect [CI], seeds, verdict, the paper's."""
+    """One row per claim: paper, claim, arm vs baseline, metric, margin (parity claims), our effect [CI], seeds,
+    verdict, the paper's effect (with the stated_effect bound the verdict read, where given)."""
     rows = []
     for c in claims.itertuples():
         # relative effects and pass@k differences in percent (points), other training metrics as they are
@@ -114,16 +115,20 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
         if pd.notna(c.low):
             effect += f" [{c.low * scale:+.1f}, {c.high * scale:+.1f}]"
         metric = f"pass@{int(c.k)}" if c.metric == "pass@k" else c.metric
+        parity = c.direction in ("at_least", "at_most")
+        stated = getattr(c, "stated_effect", np.nan)
         rows.append(
             {
                 "paper": c.paper,
                 "claim": c.claim,
                 "arm vs baseline": f"{c.arm} vs {c.baseline}",
                 "metric": f"{metric} ({c.direction})",
+                "margin": f"{getattr(c, 'margin', 0.0) * scale:.1f}{unit}" if parity else "-",
                 "effect [CI]": effect,
                 "seeds": int(c.seeds),
                 "verdict": c.verdict + (f" ({c.reason})" if isinstance(c.reason, str) and c.reason else ""),
-                "paper's effect": c.paper_effect,
+                "paper's effect": (f"(stated >= {stated * scale:.1f}{unit}) " if pd.notna(stated) else "")
+                + c.paper_effect,
             }
         )
     return pd.DataFrame(rows)
