@@ -45,6 +45,10 @@ def test_report_fits_compute_curves_and_tests_claims(tmp_path):
         "  - {paper: '2601.08521', claim: HA-DW improves GRPO, arm: ha_dw, baseline: grpo, k: 1,"
         " direction: greater, paper_effect: '+2 points'}\n"
         "  - {paper: '2601.08521', claim: at 7B, arm: ha_dw, baseline: grpo, testbed: needs a 7B model}\n"
+        "  - {paper: x, claim: GRPO beats HA-DW, id: grpo_wins, arm: grpo, baseline: ha_dw}\n"
+        "  - {paper: x, claim: HA-DW matches GRPO, arm: ha_dw, baseline: grpo, direction: at_least, margin: 0.02,"
+        " requires: grpo_wins}\n"
+        "  - {paper: x, claim: HA-DW gains 60 points, arm: ha_dw, baseline: grpo, stated_effect: 0.6}\n"
     )
     out = tmp_path / "report"
     result = CliRunner().invoke(app, ["report", str(results), "--out", str(out), "--claims", str(claims)])
@@ -56,7 +60,16 @@ def test_report_fits_compute_curves_and_tests_claims(tmp_path):
     verdict = pq.read_table(out / "compute_comparisons.parquet").to_pandas().iloc[0]
     assert (verdict["arm"], verdict["verdict"]) == ("ha_dw", "higher asymptote")
     table = pq.read_table(out / "claims.parquet").to_pandas()
-    assert list(table["verdict"]) == ["holds", "inconclusive"] and "7B" in table["reason"].iloc[1]
+    assert list(table["verdict"]) == [
+        "holds",
+        "inconclusive",
+        "does not hold",
+        "inconclusive",
+        "paper's effect excluded",
+    ]
+    assert "7B" in table["reason"].iloc[1] and table["reason"].iloc[3].startswith("premise not established")
+    assert list(table["margin"]) == [0.0, 0.0, 0.0, 0.02, 0.0] and table["stated_effect"].iloc[4] == 0.6
+    assert "| 2.0 pts |" in (out / "report.md").read_text()  # the parity claim's margin in the claims view
     assert (out / "plots" / "compute_curves.png").stat().st_size > 10_000
     page = (out / "report.html").read_text()
     verdict, claimed, curves = (
@@ -73,3 +86,7 @@ def test_a_bad_claims_file_is_one_line_and_writes_nothing(tmp_path):
     result = CliRunner().invoke(app, ["report", str(results), "--out", str(out), "--claims", str(bad)])
     assert result.exit_code == 2 and "direction 'up'; choose one of" in result.output
     assert not out.exists()
+    bad.write_text("claims:\n  - {paper: 1, claim: x, arm: ha_dw, baseline: grpo, requires: nowhere}\n")
+    result = CliRunner().invoke(app, ["report", str(results), "--out", str(out), "--claims", str(bad)])
+    assert result.exit_code == 2 and "requires 'nowhere', no claim has that id" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output and not out.exists()
