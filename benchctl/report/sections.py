@@ -118,8 +118,9 @@ def _detail_sections(tables: dict, config: ReportConfig, notes: list[str]) -> li
     settings = tables.get("settings")
     if settings is not None and len(settings):
         text = (
-            "Each arm's swept training settings: mean pass@k (smallest k, percent scale 0-1) on the validation "
-            "task, where the chosen one was picked, and on the test tasks (benchctl/report/tuning.py)."
+            "Each arm's swept training settings: mean pass@k (smallest k, percent scale 0-1) over all seeds on the "
+            "validation task and on the test tasks; chosen_for_seeds: the seeds whose test value comes from the "
+            "setting, each chosen without that seed's runs (method; benchctl/report/tuning.py)."
         )
         out.insert(2, Section("settings swept within an arm (sensitivity)", text, settings, level=3))
     if notes:
