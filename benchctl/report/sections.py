@@ -142,9 +142,11 @@ def report_sections(tables: dict, figures: dict, config: ReportConfig, notes: li
     ]
     if "claims" in tables:
         text = (
-            "Each claim's effect (arm minus baseline; relative claims as a fraction), its seed-level interval and "
-            "verdict: holds when the interval lies on the claimed side, does not hold when it lies on the other, "
-            "inconclusive otherwise or with fewer than 3 seeds (benchctl/report/claims.py)."
+            "Each claim's effect (arm minus baseline; relative claims as a geometric-mean ratio), its seed-level "
+            "interval and verdict: holds when the interval lies on the claimed side (past -margin for a parity "
+            "claim), does not hold when it lies on the other, paper's effect excluded when it ends short of the "
+            "paper's stated effect, inconclusive otherwise, with fewer than 3 seeds, or when the claim's premise "
+            "(requires) does not hold (benchctl/report/claims.py, docs/report.md)."
         )
         out.append(Section("claims of the papers, tested", text, render.claims_view(tables["claims"]), anchor="claims"))
     out += _figure_sections(tables, figures)
