@@ -105,8 +105,9 @@ def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
 
 
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim: paper, claim, arm vs baseline, metric, margin (parity claims), our effect [CI], seeds,
-    verdict, the paper's effect (with the stated_effect bound the verdict read, where given)."""
+    """One row per claim: paper, claim, arm vs baseline, metric, margin (parity claims), our effect [CI], mde (the
+    smallest effect the runs would detect with 80% power), seeds, verdict, the paper's effect (with the
+    stated_effect bound the verdict read, where given)."""
     rows = []
     for c in claims.itertuples():
         # relative effects and pass@k differences in percent (points), other training metrics as they are
@@ -125,6 +126,7 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
                 "metric": f"{metric} ({c.direction})",
                 "margin": f"{getattr(c, 'margin', 0.0) * scale:.1f}{unit}" if parity else "-",
                 "effect [CI]": effect,
+                "mde": "-" if pd.isna(getattr(c, "mde", np.nan)) else f"{c.mde * scale:.1f}{unit}",
                 "seeds": int(c.seeds),
                 "verdict": c.verdict + (f" ({c.reason})" if isinstance(c.reason, str) and c.reason else ""),
                 "paper's effect": (f"(stated >= {stated * scale:.1f}{unit}) " if pd.notna(stated) else "")
