@@ -43,6 +43,16 @@ def report_command(
     k: Annotated[str | None, typer.Option("--k", help="k values to report (default: all), e.g. 1,4,16.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
     alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate (Holm).")] = 0.05,
+    primary_k: Annotated[
+        int, typer.Option("--primary-k", help="k of the primary family (Holm); other k are secondary.")
+    ] = 1,
+    population: Annotated[
+        str,
+        typer.Option(
+            "--population",
+            help="'problems': intervals for seeds and problems like these (default); 'fixed': this problem set.",
+        ),
+    ] = "problems",
     resamples: Annotated[int, typer.Option("--resamples", help="Seed resamples of compute-curve fits.")] = 500,
     rliable_reps: Annotated[int, typer.Option("--rliable-reps", help="rliable stratified-bootstrap reps.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,

@@ -63,7 +63,8 @@ class ReportResult:
         if not t["main"].empty:
             title = (
                 "details: pass@k (percent) [CI over seeds and problems]; diff vs baseline, paired by seed and "
-                "problem; * = significant after Holm (only with >= 3 seeds); seeds@80%: seeds for 80% power"
+                "problem; * = significant after Holm at the primary k (only with >= 3 seeds); mde: detectable with "
+                "80% power"
             )
             out.append(rich_table(render.main_view(t["main"]), title, wrap=("health",)))
         if not t["rliable"].empty:
@@ -111,7 +112,7 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
     fits, replicates = compute.compute_fits(points, config.resamples, config.seed, config.confidence)
     fit_comparisons = compute.compare_fits(fits, replicates, pairs, config.confidence, config.seed)
     tables = {
-        "verdict": verdict.verdict_table(passk, comparisons, data.runs),
+        "verdict": verdict.verdict_table(passk, comparisons, data.runs, config.primary_k),
         "main": render.main_table(passk, comparisons, data.runs),
         "rliable": render.rliable_table(summary.aggregates, summary.improvement),
         "runs": data.runs,
@@ -183,7 +184,10 @@ def build_report(config: ReportConfig) -> ReportResult:
     data.settings = select_settings(data, config.select_on, config.baseline, config.tuning_seeds)
     tables, figures = _compute(data, config, claim_list)
     result = ReportResult(tables, figures, list(data.notes), Path(config.out) if config.out else None)
-    result.legend = verdict_legend(config.baseline, config.confidence, config.alpha, not tables["comparisons"].empty)
+    compared = not tables["comparisons"].empty
+    result.legend = verdict_legend(
+        config.baseline, config.confidence, config.alpha, compared, config.primary_k, config.population
+    )
     if config.out:
         _write(result, config)
     return result

@@ -30,7 +30,13 @@ class ReportConfig:
     tasks: tuple[str, ...] = _f((), "evaluated tasks to report; () -> every task found")
     ks: tuple[int, ...] = _f((), "k values to report; () -> every k the evals hold")
     confidence: float = _f(0.95, "two-sided CI level")
-    alpha: float = _f(0.05, "family-wise error rate for the Holm-corrected comparisons, and the power analysis's level")
+    alpha: float = _f(0.05, "family-wise error rate of the primary family (Holm), and the mde's level")
+    primary_k: int = _f(1, "the k whose comparisons form the primary family (Holm); the other k are secondary")
+    population: str = _f(
+        "problems",
+        "what an interval speaks for: 'problems' (seeds and problems like these, crossed two-way variance) or "
+        "'fixed' (this problem set, new seeds: paired t on per-seed means); docs/report.md",
+    )
     resamples: int = _f(
         500, "bootstrap resamples over seeds of the compute-curve fits (pass@k CIs and comparisons are analytic)"
     )
@@ -47,6 +53,9 @@ class ReportConfig:
         check_range("confidence", self.confidence, 0.0, 1.0, low_open=True, high_open=True)
         check_range("alpha", self.alpha, 0.0, 1.0, low_open=True, high_open=True)
         check_range("resamples", self.resamples, 100)
+        check_range("primary_k", self.primary_k, 1)
+        if self.population not in ("problems", "fixed"):
+            raise BenchctlError(f"--population {self.population!r}: expected 'problems' or 'fixed'")
         check_range("rliable_reps", self.rliable_reps, 100)
         if not self.inputs:
             raise BenchctlError("no input given; pass run folders or a results folder (with index.parquet)")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from benchctl.report.render import TOO_FEW, WARN, _cell
+from benchctl.report.render import Kind, cell_text, kind_of
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
     head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     body = [
-        "| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)
+        "| " + " | ".join(cell_text(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)
     ]
     return "\n".join([head, rule, *body]) + "\n"
 
@@ -48,19 +48,23 @@ def markdown_page(title: str, lead: str, sections: list[Section], figures: dict[
     return "\n".join(parts)
 
 
-_NUMBER = re.compile(r"^\s*([+-]?\d|-$|> \d)")
+_CLASSES = {  # a cell's kind (`render.Kind`) -> its CSS classes; numbers right-aligned ('n')
+    Kind.NUMBER: "n",
+    Kind.SIGNIFICANT: "sig n",
+    Kind.UP: "sig up n",
+    Kind.DOWN: "sig down n",
+    Kind.BASELINE: "n",
+    Kind.FEW: "few",
+    Kind.WARN: "warn",
+    Kind.TEXT: "",
+}
 
 
 def _td(value) -> str:
-    """One cell: numbers right-aligned ('n'); unhealthy runs, too-few-seeds marks, significant differences (up or
-    down) and long text get a class."""
-    text = _cell(value)
-    kind = ["warn"] if text.startswith(WARN) else ["few"] if TOO_FEW in text or text.endswith("(too few)") else []
-    if text.endswith("*"):
-        kind = ["sig", "up" if text.startswith("+") else "down" if text.startswith("-") else ""]
-    long = len(text) > 40  # prose that starts with a number ("+2.2 points avg ...") is text, not a number
-    kind += ["text"] if long else ["n"] if _NUMBER.match(text) else []
-    css = " ".join(k for k in kind if k)
+    """One cell, styled by its kind; long prose may wrap ('text')."""
+    text, kind = cell_text(value), kind_of(value)
+    wrap = "text" if len(text) > 40 and kind in (Kind.TEXT, Kind.FEW, Kind.WARN) else ""
+    css = " ".join(c for c in (_CLASSES[kind], wrap) if c)
     return f"<td class='{css}'>{html.escape(text)}</td>" if css else f"<td>{html.escape(text)}</td>"
 
 
@@ -69,7 +73,7 @@ def _html_table(frame: pd.DataFrame, css: str = "") -> str:
         return "<p><em>(empty)</em></p>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
-        ("<tr class='base'>" if any(str(v).endswith(("(baseline)", "in its context)")) for v in row) else "<tr>")
+        ("<tr class='base'>" if any(kind_of(v) == Kind.BASELINE for v in row) else "<tr>")
         + "".join(_td(v) for v in row)
         + "</tr>"
         for row in frame.itertuples(index=False)

@@ -5,9 +5,51 @@ compact verdict table: `verdict`; the pages (markdown, HTML): `page`."""
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 
 import numpy as np
 import pandas as pd
+
+from benchctl.report.stats import arm_health
+
+
+class Kind(StrEnum):
+    """What a view's cell holds; the pages style a cell by its kind, never by its text."""
+
+    TEXT = "text"
+    NUMBER = "number"
+    SIGNIFICANT = "significant"  # a significant result without a direction (a Holm p-value)
+    UP = "up"  # a significant gain over the baseline
+    DOWN = "down"  # a significant loss
+    BASELINE = "baseline"  # the baseline's own row (or an arm shown without one)
+    FEW = "few"  # too few seeds: an estimate, no test
+    WARN = "warn"  # runs that are not ok
+
+
+class Cell(str):
+    """A view's cell: its text (a str, so it prints, compares and matches as text) and its `kind`."""
+
+    kind: Kind
+
+    def __new__(cls, text: str, kind: Kind = Kind.TEXT) -> Cell:
+        cell = super().__new__(cls, text)
+        cell.kind = kind
+        return cell
+
+
+def kind_of(value) -> Kind:
+    """A value's kind: a Cell's own; plain numbers NUMBER, anything else TEXT."""
+    if isinstance(value, Cell):
+        return value.kind
+    is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    return Kind.NUMBER if is_number else Kind.TEXT
+
+
+def cell_text(value) -> str:
+    """A value as the tables print it: floats to 4 significant digits, NaN as '-'."""
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
 
 
 def _num(value, digits: int = 1, scale: float = 100.0) -> str:
@@ -20,62 +62,70 @@ TOO_FEW = "too few seeds"
 WARN = "\u26a0 "  # marks a health cell that is not ok
 
 
-def _arm_health(runs: pd.DataFrame | None) -> dict[str, str]:
-    """arm -> 'ok' or its runs that are not ok ('collapsed: seed 1')."""
-    from benchctl.report.health import summarize
-
+def health_by_arm(runs: pd.DataFrame | None) -> dict[str, str]:
+    """arm -> 'ok' or its runs that are not ok ('collapsed: seed 1'), from `stats.arm_health`."""
     if runs is None or "health" not in runs:
         return {}
-    return {arm: summarize(part["health"].tolist(), part["seed"].tolist()) for arm, part in runs.groupby("arm")}
+    return {arm: arm_health(runs, arm) for arm in runs["arm"].unique()}
 
 
-def _diff_cells(c) -> dict[str, str]:
+def health_cell(state: str) -> Cell:
+    return Cell(state, Kind.TEXT) if state == "ok" else Cell(WARN + state, Kind.WARN)
+
+
+def diff_kind(c) -> Kind:
+    """UP / DOWN for a significant difference, FEW under MIN_SEEDS, NUMBER otherwise."""
+    if bool(c["significant"]):
+        return Kind.UP if c["diff"] > 0 else Kind.DOWN
+    return Kind.FEW if bool(c["too_few_seeds"]) else Kind.NUMBER
+
+
+def _p_cell(c) -> Cell:
+    if bool(c["too_few_seeds"]):
+        return Cell(f"{TOO_FEW} ({int(c['seeds'])})", Kind.FEW)
+    if not bool(c["primary"]):
+        p = c["p_value"]
+        return Cell("-" if math.isnan(p) else f"{p:.3g} (secondary, unadjusted)", Kind.NUMBER)
+    if math.isnan(c["p_holm"]):
+        return Cell("-", Kind.NUMBER)
+    sig = bool(c["significant"])
+    return Cell(f"{c['p_holm']:.3g}{' *' if sig else ''}", Kind.SIGNIFICANT if sig else Kind.NUMBER)
+
+
+def _diff_cells(c) -> dict[str, Cell]:
     """The comparison columns of one main-table row (percent points)."""
     ci = f" [{_num(c['low'])}, {_num(c['high'])}]" if not math.isnan(c["low"]) else ""
-    if bool(c["too_few_seeds"]):
-        p = f"{TOO_FEW} ({int(c['seeds'])})"
-    else:
-        p = "-" if math.isnan(c["p_holm"]) else f"{c['p_holm']:.3g}{' *' if bool(c['significant']) else ''}"
-    power = c["seeds_for_80pct_power"]
     return {
-        "diff vs baseline [CI]": f"{_num(c['diff']):>5}{ci}",
-        "seed sd": _num(c["seed_std"]),
-        "p (Holm)": p,
-        "seeds for 80% power": f"{int(power)}" if not math.isnan(power) else _no_power(c),
+        "diff vs baseline [CI]": Cell(f"{_num(c['diff']):>5}{ci}", diff_kind(c)),
+        "seed sd": Cell(_num(c["seed_std"]), Kind.NUMBER),
+        "p (Holm)": _p_cell(c),
+        "mde (80% power)": Cell(_num(c["mde"]), Kind.NUMBER),
     }
-
-
-def _no_power(c) -> str:
-    """'-' where the power analysis is undefined (no seed spread, no difference), '> 100000' where it is huge."""
-    from benchctl.report.stats import MAX_POWER_SEEDS
-
-    defined = c["seed_std"] > 0 and c["diff"] != 0  # False for NaN too
-    return f"> {MAX_POWER_SEEDS}" if defined else "-"
 
 
 def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The headline table: per (task, k, arm) pass@k [CI over seeds and problems], the difference to the baseline
-    [CI] with its Holm-corrected p-value, or the too-few-seeds mark instead (percent points), the seed standard
-    deviation of the difference, the seeds an 80%-power test would need, and the health of the arm's runs (and of
-    the baseline's, where they are not ok)."""
+    [CI] with its p-value (Holm-corrected in the primary family, unadjusted and marked secondary otherwise), or
+    the too-few-seeds mark instead (percent points), the seed standard deviation of the difference, the minimum
+    detectable effect, and the health of the arm's runs (and of the baseline's, where they are not ok)."""
     cmp = comparisons.set_index(["arm", "eval_task", "k"]) if not comparisons.empty else None
-    health, rows = _arm_health(runs), []
-    blank = {"diff vs baseline [CI]": "", "seed sd": "", "p (Holm)": "", "seeds for 80% power": ""}
+    health, rows = health_by_arm(runs), []
+    blank = {"diff vs baseline [CI]": "", "seed sd": "", "p (Holm)": "", "mde (80% power)": ""}
     for r in passk.sort_values(["eval_task", "k", "arm"]).itertuples():
         row = {
             "task": r.eval_task,
             "k": r.k,
             "arm": r.arm,
-            "seeds": f"{r.seeds}{' (too few)' if r.too_few_seeds else ''}",
+            "seeds": Cell(f"{r.seeds} (too few)", Kind.FEW) if r.too_few_seeds else Cell(str(r.seeds), Kind.NUMBER),
             "problems": r.problems,
-            "pass@k [CI]": f"{_num(r.pass_at_k)} [{_num(r.low)}, {_num(r.high)}]",
+            "pass@k [CI]": Cell(f"{_num(r.pass_at_k)} [{_num(r.low)}, {_num(r.high)}]", Kind.NUMBER),
         }
         c = cmp.loc[(r.arm, r.eval_task, r.k)] if cmp is not None and (r.arm, r.eval_task, r.k) in cmp.index else None
         row.update(_diff_cells(c) if c is not None else blank)
         state = health.get(r.arm, "ok")
         if c is not None and c["baseline_health"] != "ok":
             state = f"{state}; baseline {c['baseline']}: {c['baseline_health']}"
-        row["health"] = state if state == "ok" else WARN + state
+        row["health"] = health_cell(state)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -115,6 +165,7 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
         effect = "-" if pd.isna(c.effect) else f"{c.effect * scale:+.1f}{unit}"
         if pd.notna(c.low):
             effect += f" [{c.low * scale:+.1f}, {c.high * scale:+.1f}]"
+        effect = Cell(effect, Kind.NUMBER)
         metric = f"pass@{int(c.k)}" if c.metric == "pass@k" else c.metric
         parity = c.direction in ("at_least", "at_most")
         stated = getattr(c, "stated_effect", np.nan)
@@ -144,8 +195,8 @@ def compute_view(fits: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
 
     def ci(value, low, high, fmt) -> str:
         if not np.isfinite(value):
-            return "-"
-        return fmt(value) + ("" if not np.isfinite(low) else f" [{fmt(low)}, {fmt(high)}]")
+            return Cell("-", Kind.NUMBER)
+        return Cell(fmt(value) + ("" if not np.isfinite(low) else f" [{fmt(low)}, {fmt(high)}]"), Kind.NUMBER)
 
     pct, tok = (lambda v: f"{100 * v:.1f}"), (lambda v: f"{v:,.0f}")
     return pd.DataFrame(
@@ -169,12 +220,12 @@ def rliable_table(aggregates: pd.DataFrame, improvement: pd.DataFrame) -> pd.Dat
     rows = {}
     for r in aggregates.itertuples():
         row = rows.setdefault((r.arm, r.k), {"arm": r.arm, "k": r.k, "runs": r.runs, "tasks": r.tasks})
-        row[r.metric] = f"{_num(r.value)} [{_num(r.low)}, {_num(r.high)}]"
+        row[r.metric] = Cell(f"{_num(r.value)} [{_num(r.low)}, {_num(r.high)}]", Kind.NUMBER)
     for r in improvement.itertuples() if not improvement.empty else ():
         if (r.arm, r.k) in rows:
             row = rows[(r.arm, r.k)]
             row["baseline"] = r.baseline
-            row["P(> baseline)"] = f"{r.probability_of_improvement:.2f} [{r.low:.2f}, {r.high:.2f}]"
+            row["P(> baseline)"] = Cell(f"{r.probability_of_improvement:.2f} [{r.low:.2f}, {r.high:.2f}]", Kind.NUMBER)
     return pd.DataFrame(list(rows.values())).fillna("")
 
 
@@ -212,11 +263,11 @@ def cost_page_view(cost: pd.DataFrame) -> pd.DataFrame:
     view = cost.copy()
     for col in view.columns:
         if col.startswith("rollout_") or col in ("tokens", "samples"):
-            view[col] = [_compact(v) for v in view[col]]
+            view[col] = [Cell(_compact(v), Kind.NUMBER) for v in view[col]]
         elif col.startswith("time/"):
-            view[col] = [_num(v, 0, 1.0) for v in view[col]]
+            view[col] = [Cell(_num(v, 0, 1.0), Kind.NUMBER) for v in view[col]]
         elif col.startswith("pass@"):
-            view[col] = [_num(v) for v in view[col]]
+            view[col] = [Cell(_num(v), Kind.NUMBER) for v in view[col]]
     return view.rename(columns={c: f"{c} (%)" for c in view.columns if c.startswith("pass@")})
 
 
@@ -231,7 +282,7 @@ def _compact(value) -> str:
 
 def main_view(main: pd.DataFrame) -> pd.DataFrame:
     """The terminal's main table: without the problems column, shorter headings (the page has the full one)."""
-    short = {"diff vs baseline [CI]": "diff [CI]", "seeds for 80% power": "seeds@80%"}
+    short = {"diff vs baseline [CI]": "diff [CI]", "mde (80% power)": "mde"}
     return main.drop(columns=[c for c in ("problems",) if c in main]).rename(columns=short)
 
 
@@ -245,11 +296,5 @@ def rich_table(frame: pd.DataFrame, title: str, wrap: tuple[str, ...] = ()):
         justify = "left" if frame[col].dtype == object else "right"
         table.add_column(escape(str(col)), justify=justify, no_wrap=col not in wrap)
     for row in frame.itertuples(index=False):
-        table.add_row(*[escape(_cell(v)) for v in row])
+        table.add_row(*[escape(cell_text(v)) for v in row])
     return table
-
-
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return "-" if math.isnan(value) else f"{value:.4g}"
-    return str(value)

@@ -135,7 +135,9 @@ def report_sections(tables: dict, figures: dict, config: ReportConfig, notes: li
     out = [
         Section(
             heading,
-            verdict_legend(config.baseline, config.confidence, config.alpha, compared),
+            verdict_legend(
+                config.baseline, config.confidence, config.alpha, compared, config.primary_k, config.population
+            ),
             tables["verdict"],
             anchor="verdict",
         )

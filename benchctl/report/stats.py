@@ -4,44 +4,47 @@ Statistics [our choices, stated in every output]:
 * The unit is the training run (Agarwal et al. 2021, arXiv:2108.13264; Henderson et al. 2018): the values of one
   (arm, task, k) form a problems x seeds matrix X (P, S) of per-problem unbiased pass@k (runs of one seed
   averaged; the problems every seed evaluated).  Seeds and problems are crossed (every seed is evaluated on the
-  same problems), so the mean of X has a between-seed and a between-problem variance, and both enter every
-  interval and test: V = var(seed means) / S + var(problem means) / P (sample variances).
-* pass@k of an arm on a task at k: mean of X; CI mean +- t(df) sqrt(V), clipped to [0, 1], df the
-  Welch-Satterthwaite degrees of freedom of the two components (between S - 1 and S + P - 2: an arm's own
-  pass@k varies mostly with the problems, whose variance is well estimated; this interval makes no claim).
-  With one seed the between-seed variance is unknown: the CI covers the problems only (t with P - 1 df) and the
+  same problems): X = mean + seed effect + problem effect + seed x problem noise, a two-way random layout.
+* population "problems" (the default: seeds and problems like these): Var(mean X) = (MS_seed + MS_problem -
+  MS_error) / (S P) from the two-way ANOVA mean squares, the problem component kept >= 0 (never below the
+  fixed-set variance MS_seed / (S P)); t with Satterthwaite's df,
+  the seed mean square taken at its upper 75% confidence limit in the df (so 3 seeds never buy the df of a
+  seed variance that came out small by chance).  population "fixed" (this problem set, new seeds): a paired t
+  on the per-seed means, exact, t(S - 1).  `--population` chooses; docs/report.md measures both.
+* pass@k of an arm on a task at k: mean of X; CI mean +- t(df) se, clipped to [0, 1].  With one seed the
+  between-seed variance is unknown: the CI covers the problems only (t with P - 1 df; none for "fixed") and the
   row is marked.
 * difference to the baseline: D = X_arm - X_base on the seeds both arms ran (paired by seed) and the problems
   both evaluated (paired by problem), in the same context (equal values of the group-by columns other than the
-  arm).  diff = mean(D), CI diff +- t(S-1) sqrt(V(D)), two-sided p = 2 P(T(S-1) > |diff| / sqrt(V(D))).
-  seed_std: standard deviation of the per-seed differences.  Fewer than 3 common seeds (`MIN_SEEDS`): the
-  estimate is shown, marked too_few_seeds, with no p-value and no significance (one seed: no CI either).
-  Holm's step-down correction (`statsmodels.stats.multitest.multipletests(method="holm")`) over the
-  comparisons with enough seeds (all arms x tasks x k), family-wise error rate `alpha`.
-* seeds_for_80pct_power: the seeds a two-sided paired t-test on per-seed differences needs for power 0.8 at
-  `alpha` (before Holm) if the observed diff and seed_std were the truth (`statsmodels.stats.power.TTestPower`,
-  effect size |diff| / seed_std; the problem variance left out); at least 3; empty where diff or seed_std is 0
-  or more than 100,000 seeds would be needed.
+  arm).  diff = mean(D), CI diff +- t(df) se(D), two-sided p = 2 P(T(df) > |diff| / se(D)).  seed_std: standard
+  deviation of the per-seed differences.  Fewer than 3 common seeds (`MIN_SEEDS`): the estimate is shown,
+  marked too_few_seeds, with no p-value and no significance (one seed: no CI either).
+* primary family: the comparisons at k = `--primary-k` (default 1) with enough seeds, over arms x tasks x
+  contexts; Holm's step-down correction (`statsmodels.stats.multitest.multipletests(method="holm")`) at family-wise
+  error rate `alpha` over them only.  The other k are secondary: CI and unadjusted p, never significant.
+* mde (minimum detectable effect, units of diff): the true difference the test detects with power 0.8 at the
+  current seeds and df, two-sided at alpha / m for the primary family (m its size: Holm's first step) and at
+  alpha for a secondary row (`minimum_detectable_effect`: the noncentral t power function).  An "indistinguishable" cell
+  says nothing about differences below it.
 * health (`benchctl.report.health`): each comparison names the runs of the arm and of the baseline that are not
   ok (collapsed, diverged, stalled); their numbers stay in the table, marked.
 
-Why this test [our choice; measured in docs/report.md]: V counts the seed x problem noise twice, so it is
-slightly conservative, and S - 1 degrees of freedom are the fewest the two components can have: the test keeps
-its level with 3 seeds.  A hierarchical bootstrap (seeds, then problems) has no small-sample correction: with
-3-5 seeds there are 10-126 distinct seed sets, and on null arms whose variance is mostly between seeds it
-rejected far more often than `alpha`.  A t-test on per-seed means alone treats the problem set as fixed and
-rejects too often when problems favour one arm by chance; Welch-Satterthwaite degrees of freedom on V were
-anti-conservative with 3 seeds when the two components are alike.
+Why this test [our choice; measured by benchmarks/report_power.py, table in docs/report.md]: the previous
+V = var(seed means)/S + var(problem means)/P with t(S - 1) counted the seed x problem noise twice and held its
+level by throwing power away; the two-way variance with the bounded Satterthwaite df keeps the level at 3, 5 and
+10 seeds in the seed-dominated, problem-dominated and run x problem regimes and gains power where the problem
+or noise terms matter.  A hierarchical bootstrap (seeds, then problems) has no small-sample correction and
+rejected null arms far more often than alpha with 3-5 seeds.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.optimize import brentq
 from statsmodels.stats.multitest import multipletests
 
 from benchctl.report.config import ReportConfig
@@ -63,7 +66,8 @@ def seed_matrix(frame: pd.DataFrame) -> pd.DataFrame:
 
 MIN_SEEDS = 3  # fewer common seeds: the estimate is shown, marked, and no significance is claimed
 POWER = 0.8
-MAX_POWER_SEEDS = 100_000
+POPULATIONS = ("problems", "fixed")
+DF_SEED_BOUND = 0.75  # the seed mean square enters Satterthwaite's df at its upper 75% confidence limit
 PASSK_COLUMNS = [
     *("arm", "eval_task", "k", "pass_at_k", "low", "high"),
     *("seeds", "runs", "seed_std", "too_few_seeds", "problems"),
@@ -72,60 +76,100 @@ PASSK_COLUMNS = [
 
 @dataclass(frozen=True)
 class Estimate:
-    """Mean of a (problems, seeds) matrix with its seed + problem variance: CI, two-sided p against 0, df."""
+    """Mean of a (problems, seeds) matrix with its standard error: CI, two-sided p against 0, df."""
 
     mean: float
     low: float
     high: float
     p_value: float
     seed_std: float  # std of the per-seed means (ddof 1); NaN with one seed
-    df: float  # degrees of freedom of the t reference (S - 1; P - 1 with one seed)
+    df: float  # degrees of freedom of the t reference
+    se: float = np.nan  # standard error of the mean (sqrt of the variance the test uses)
 
 
-def crossed_estimate(values: np.ndarray, confidence: float, satterthwaite: bool = False) -> Estimate:
-    """values (P, S): problems x seeds, crossed.  V = var(seed means)/S + var(problem means)/P, t with S - 1 df,
-    or Welch-Satterthwaite's df of the two components with `satterthwaite` (P - 1 and the problem term only when
-    S = 1: the between-seed variance is unknown).  See the module doc."""
-    values = np.asarray(values, dtype=np.float64)
+def mean_squares(values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """values (..., P, S) -> grand mean, MS_seed, MS_problem, MS_error (...,) of the two-way crossed layout
+    without replication (Montgomery, Design and Analysis of Experiments, two-factor random model)."""
+    n_prob, n_seed = values.shape[-2:]
+    grand = values.mean(axis=(-2, -1))  # (...,)
+    seed_means, prob_means = values.mean(axis=-2), values.mean(axis=-1)  # (..., S), (..., P)
+    ms_seed = n_prob * ((seed_means - grand[..., None]) ** 2).sum(-1) / (n_seed - 1)
+    ms_prob = n_seed * ((prob_means - grand[..., None]) ** 2).sum(-1) / (n_prob - 1)
+    resid = values - seed_means[..., None, :] - prob_means[..., :, None] + grand[..., None, None]  # (..., P, S)
+    ms_err = (resid**2).sum(axis=(-2, -1)) / ((n_seed - 1) * (n_prob - 1))
+    return grand, ms_seed, ms_prob, ms_err
+
+
+def crossed_variance(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """values (..., P, S), P and S >= 2 -> (mean, Var(mean), df), vectorised over the leading axes.
+
+    Var(mean) = sigma2_seed / S + sigma2_problem / P + sigma2_error / (S P) = (MS_s + MS_p - MS_e) / (S P), with
+    the problem component kept >= 0: (MS_s + max(MS_p - MS_e, 0)) / (S P), never below MS_s / (S P), the paired
+    t's variance for this fixed problem set.  df: Satterthwaite (1946) for that sum, with MS_s at its upper
+    DF_SEED_BOUND confidence limit (chi-square, S - 1 df) where that gives fewer: a seed mean square that is small
+    by chance would otherwise also buy the most df (over 5% false positives at 3 seeds; docs/report.md); at least
+    min(S, P) - 1."""
+    n_prob, n_seed = values.shape[-2:]
+    grand, ms_seed, ms_prob, ms_err = mean_squares(values)
+    prob_part = np.maximum(ms_prob - ms_err, 0.0)  # S sigma2_problem, estimated
+    rest = np.where(prob_part > 0, ms_prob**2 / (n_prob - 1) + ms_err**2 / ((n_seed - 1) * (n_prob - 1)), 0.0)
+    bound = ms_seed * (n_seed - 1) / stats.chi2.ppf(1 - DF_SEED_BOUND, n_seed - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df = np.fmin(*((s + prob_part) ** 2 / (s**2 / (n_seed - 1) + rest) for s in (ms_seed, bound)))
+    total = ms_seed + prob_part
+    floor = float(min(n_seed, n_prob) - 1)  # a difference of mean squares can drive Satterthwaite's df below 1
+    return grand, total / (n_seed * n_prob), np.where(total > 0, np.fmax(df, floor), n_seed - 1.0)
+
+
+def _variance(values: np.ndarray, population: str) -> tuple[float, float]:
+    """(Var(mean), df) of a (P, S) matrix; NaN where the design cannot say (one seed with a fixed problem set)."""
     n_prob, n_seed = values.shape
-    mean = float(values.mean()) if values.size else np.nan
-    seed_means, prob_means = values.mean(axis=0), values.mean(axis=1)  # (S,), (P,)
-    seed_std = float(seed_means.std(ddof=1)) if n_seed > 1 else np.nan
-    var_prob = float(prob_means.var(ddof=1)) / n_prob if n_prob > 1 else 0.0
+    seed_means = values.mean(axis=0)  # (S,)
+    if n_seed > 1 and (population == "fixed" or n_prob == 1):  # paired t on per-seed means
+        return float(seed_means.var(ddof=1)) / n_seed, float(n_seed - 1)
     if n_seed > 1:
-        var, df = seed_std**2 / n_seed + var_prob, float(n_seed - 1)
-        if satterthwaite and var > 0 and n_prob > 1:
-            df = var**2 / ((seed_std**2 / n_seed) ** 2 / (n_seed - 1) + var_prob**2 / (n_prob - 1))
-    elif n_prob > 1:
-        var, df = var_prob, float(n_prob - 1)
-    else:
+        _, var, df = crossed_variance(values)
+        return float(var), float(df)
+    if n_prob > 1 and population == "problems":  # one seed: the problems only, marked by the caller
+        return float(values.mean(axis=1).var(ddof=1)) / n_prob, float(n_prob - 1)
+    return np.nan, np.nan
+
+
+def crossed_estimate(values: np.ndarray, confidence: float, population: str = "problems") -> Estimate:
+    """values (P, S): problems x seeds, crossed.  population "problems": Var(mean) and df of `crossed_variance`
+    (new problems like these and new seeds); "fixed": a paired t on the per-seed means (this problem set, new
+    seeds), exact.  One seed: the problems only ("problems") or nothing ("fixed").  See the module doc."""
+    values = np.asarray(values, dtype=np.float64)
+    mean = float(values.mean()) if values.size else np.nan
+    seed_std = float(values.mean(axis=0).std(ddof=1)) if values.shape[1] > 1 else np.nan
+    var, df = _variance(values, population) if values.size else (np.nan, np.nan)
+    if not np.isfinite(var):
         return Estimate(mean, np.nan, np.nan, np.nan, seed_std, np.nan)
     if var == 0.0:  # every problem and seed gives the same value
-        return Estimate(mean, mean, mean, 1.0 if mean == 0.0 else 0.0, seed_std, df)
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * np.sqrt(var)
-    p = float(2 * stats.t.sf(abs(mean) / np.sqrt(var), df))
-    return Estimate(mean, mean - half, mean + half, p, seed_std, df)
+        return Estimate(mean, mean, mean, 1.0 if mean == 0.0 else 0.0, seed_std, df, 0.0)
+    se = float(np.sqrt(var))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    p = float(2 * stats.t.sf(abs(mean) / se, df))
+    return Estimate(mean, mean - half, mean + half, p, seed_std, df, se)
 
 
-def seeds_for_power(diff: float, seed_std: float, alpha: float, power: float = POWER) -> float:
-    """Seeds a two-sided paired t-test over per-seed differences needs for `power` at `alpha`, if the true
-    difference were `diff` and the seeds' standard deviation `seed_std` (TTestPower); >= MIN_SEEDS; NaN when
-    undefined (diff or seed_std 0 or NaN) or over MAX_POWER_SEEDS."""
-    from statsmodels.stats.power import TTestPower
-    from statsmodels.tools import sm_exceptions  # noqa: F401  (its import sets "always" filters: before ours)
-
-    if not (np.isfinite(diff) and np.isfinite(seed_std)) or diff == 0.0 or seed_std == 0.0:
+def minimum_detectable_effect(se: float, df: float, alpha: float, power: float = POWER) -> float:
+    """The true difference a two-sided t-test with standard error `se` and `df` degrees of freedom detects with
+    `power` at level `alpha`: delta * se, delta the noncentrality at which |T|, T ~ noncentral t(df, delta),
+    exceeds the critical value t(1 - alpha/2, df) with that probability (the power function of statsmodels'
+    TTestPower, solved to 1e-10 by scipy's brentq).  Many df: (z_{1-alpha/2} + z_power) se.  NaN when se or df is
+    not finite."""
+    if not (np.isfinite(se) and np.isfinite(df)) or df <= 0:
         return np.nan
-    effect, analysis = abs(diff) / seed_std, TTestPower()
-    small = np.arange(2, 11)
-    reached = analysis.power(effect_size=effect, nobs=small, alpha=alpha, alternative="two-sided") >= power
-    if reached.any():  # the solver fails on very large effects; the small counts are checked directly
-        return float(max(MIN_SEEDS, small[np.argmax(reached)]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        n = analysis.solve_power(effect_size=effect, nobs=None, alpha=alpha, power=power, alternative="two-sided")
-    n = float(np.ravel(n)[0]) if n is not None else np.nan
-    return float(np.ceil(n)) if np.isfinite(n) and n <= MAX_POWER_SEEDS else np.nan
+    if se == 0.0:
+        return 0.0
+    crit = stats.t.ppf(1 - alpha / 2, df)
+
+    def shortfall(delta: float) -> float:
+        upper, lower = stats.nct.sf(crit, df, delta), stats.nct.cdf(-crit, df, delta)  # NaN far out in the tails
+        return np.nan_to_num(upper, nan=1.0) + np.nan_to_num(lower, nan=0.0) - power
+
+    return float(brentq(shortfall, 0.0, 2 * crit + 10, xtol=1e-10)) * se
 
 
 def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
@@ -135,7 +179,7 @@ def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     frame = _with_runs(data, ["arm", "seed"])
     for (arm, task, k), part in frame.groupby(["arm", "eval_task", "k"], sort=True):
         wide = seed_matrix(part)
-        est = crossed_estimate(wide.to_numpy(), config.confidence, satterthwaite=True)
+        est = crossed_estimate(wide.to_numpy(), config.confidence, config.population)
         rows.append(
             {
                 "arm": arm,
@@ -192,37 +236,21 @@ def _note(data: ReportData, text: str) -> None:
 
 
 COMPARISON_COLUMNS = [
-    "arm",
-    "baseline",
-    "eval_task",
-    "k",
-    "arm_pass_at_k",
-    "baseline_pass_at_k",
-    "diff",
-    "low",
-    "high",
-    "p_value",
-    "p_holm",
-    "significant",
-    "seeds",
-    "seed_std",
-    "too_few_seeds",
-    "seeds_for_80pct_power",
-    "problems",
-    "arm_health",
-    "baseline_health",
-    "unhealthy",
+    *("arm", "baseline", "eval_task", "k", "arm_pass_at_k", "baseline_pass_at_k", "diff", "low", "high"),
+    *("p_value", "p_holm", "significant", "primary", "mde", "df", "seeds", "seed_std", "too_few_seeds"),
+    *("problems", "arm_health", "baseline_health", "unhealthy"),
 ]
 
 
-def _arm_health(data: ReportData, arm: str, seeds: list) -> str:
-    """'ok', or the runs of `arm` among `seeds` that are not ok ('collapsed: seed 1; stalled: seed 3')."""
+def arm_health(runs: pd.DataFrame | None, arm: str, seeds: list | None = None) -> str:
+    """'ok', or the runs of `arm` (among `seeds` when given) that are not ok ('collapsed: seed 1; stalled: seed 3')."""
     from benchctl.report.health import summarize
 
-    runs = data.runs[data.runs["arm"] == arm]
-    if "health" not in runs:
+    if runs is None or "health" not in runs:
         return "ok"
-    runs = runs[runs["seed"].fillna(-1).isin(seeds)]
+    runs = runs[runs["arm"] == arm]
+    if seeds is not None:
+        runs = runs[runs["seed"].fillna(-1).isin(seeds)]
     return summarize(runs["health"].tolist(), runs["seed"].tolist())
 
 
@@ -235,9 +263,9 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
         if not seeds or len(probs) == 0:
             continue
         av, bv = a.loc[probs, seeds].to_numpy(), b.loc[probs, seeds].to_numpy()  # (P, S) each
-        est = crossed_estimate(av - bv, config.confidence)
+        est = crossed_estimate(av - bv, config.confidence, config.population)
         few = len(seeds) < MIN_SEEDS
-        arm_health, base_health = _arm_health(data, arm, seeds), _arm_health(data, base, seeds)
+        arm_state, base_state = arm_health(data.runs, arm, seeds), arm_health(data.runs, base, seeds)
         rows.append(
             {
                 "arm": arm,
@@ -250,34 +278,51 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
                 "low": np.nan if len(seeds) < 2 else est.low,
                 "high": np.nan if len(seeds) < 2 else est.high,
                 "p_value": np.nan if few else est.p_value,
+                "df": np.nan if few else est.df,
+                "se": est.se,
                 "seeds": len(seeds),
                 "seed_std": est.seed_std,
                 "too_few_seeds": few,
-                "seeds_for_80pct_power": seeds_for_power(est.mean, est.seed_std, config.alpha),
                 "problems": len(probs),
-                "arm_health": arm_health,
-                "baseline_health": base_health,
-                "unhealthy": arm_health != "ok" or base_health != "ok",
+                "arm_health": arm_state,
+                "baseline_health": base_state,
+                "unhealthy": arm_state != "ok" or base_state != "ok",
             }
         )
     return rows
 
 
+def _holm(table: pd.DataFrame, config: ReportConfig) -> pd.DataFrame:
+    """The primary family: rows at k = primary_k with enough seeds (arms x tasks x contexts); Holm over them only.
+    mde at alpha / m for the family (Holm's first step), at alpha for the secondary rows (unadjusted p)."""
+    table["primary"] = (table["k"] == config.primary_k).to_numpy()
+    family = (table["primary"] & table["p_value"].notna() & ~table["too_few_seeds"]).to_numpy()
+    table["p_holm"], table["significant"] = np.nan, False
+    if family.any():
+        reject, p_adj, _, _ = multipletests(table.loc[family, "p_value"].to_numpy(), alpha=config.alpha, method="holm")
+        table.loc[family, "p_holm"], table.loc[family, "significant"] = p_adj, reject
+    level = np.where(table["primary"], config.alpha / max(1, int(family.sum())), config.alpha)
+    table["mde"] = [
+        minimum_detectable_effect(se, df, a) for se, df, a in zip(table["se"], table["df"], level, strict=True)
+    ]
+    return table
+
+
 def comparisons_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
-    """Differences to the baseline for every (arm, task, k) with the seed-level test; Holm over the comparisons
-    with at least MIN_SEEDS seeds (the others carry too_few_seeds and no p-value)."""
+    """Differences to the baseline for every (arm, task, k) with the seed-level test; Holm over the primary family
+    (k = primary_k, at least MIN_SEEDS seeds); the other k keep their unadjusted p-value (secondary)."""
     frame = _with_runs(data, ["arm", "seed"])
     rows = [
         r for arm, base in baseline_pairs(data, config.baseline) for r in _compare_one(data, frame, arm, base, config)
     ]
-    table = pd.DataFrame(rows, columns=[c for c in COMPARISON_COLUMNS if c not in ("p_holm", "significant")])
+    table = pd.DataFrame(rows, columns=[*COMPARISON_COLUMNS, "se"])
     table["too_few_seeds"] = table["too_few_seeds"].astype(bool)
     table["unhealthy"] = table["unhealthy"].astype(bool)
-    ok = (table["p_value"].notna() & ~table["too_few_seeds"]).to_numpy()
-    table["p_holm"], table["significant"] = np.nan, False
-    if ok.any():
-        reject, p_adj, _, _ = multipletests(table.loc[ok, "p_value"].to_numpy(), alpha=config.alpha, method="holm")
-        table.loc[ok, "p_holm"], table.loc[ok, "significant"] = p_adj, reject
+    if len(table) and not (table["k"] == config.primary_k).any():
+        _note(data, f"primary k = {config.primary_k} was not evaluated: no comparison is tested (--primary-k)")
+    table = _holm(table, config)
+    table["significant"] = table["significant"].astype(bool)
+    table["primary"] = table["primary"].astype(bool)
     return table[COMPARISON_COLUMNS]
 
 

@@ -1,7 +1,9 @@
 """The report's first table, read at a glance: one row per arm and task, one column per k, each cell the arm's
-difference to its baseline in percentage points with its CI and Holm mark ("+2.6 [1.2, 4.2]*"); the baseline's
-own row holds its pass@k.  Seeds and run health as in the full table (`render.main_table`), which keeps the
-p-values, seed sd and power.  Formatting only: the numbers come from `stats`.
+difference to its baseline in percentage points with its CI, the Holm mark at the primary k, and the minimum
+detectable effect ("+2.6 [1.2, 4.2]* (mde 2.1)"); the baseline's own row holds its pass@k.  The primary k's column
+says so; the others are secondary (no mark).  Seeds and run health as in the full table (`render.main_table`),
+which keeps the p-values and seed sd.  Formatting only: the numbers come from `stats`; each cell carries its
+`render.Kind`.
 """
 
 from __future__ import annotations
@@ -10,21 +12,24 @@ import math
 
 import pandas as pd
 
-from benchctl.report.render import TOO_FEW, WARN, _arm_health, _num
+from benchctl.report.render import TOO_FEW, WARN, Cell, Kind, _num, diff_kind, health_by_arm, health_cell
 
 BASELINE_MARK = " (baseline)"
 UNCOMPARED_MARK = " (own pass@k: no baseline in its context)"
+PRIMARY_MARK = " (primary)"
 
 
-def _diff_cell(c) -> str:
+def _diff_cell(c) -> Cell:
     text = f"{100 * c['diff']:+.1f}"
     if not math.isnan(c["low"]):
         text += f" [{_num(c['low'])}, {_num(c['high'])}]"
-    return text + ("*" if bool(c["significant"]) else "")
+    text += "*" if bool(c["significant"]) else ""
+    mde = c.get("mde", math.nan)
+    return Cell(text + ("" if math.isnan(mde) else f" (mde {_num(mde)})"), diff_kind(c))
 
 
-def _own_cell(r) -> str:
-    return f"{_num(r['pass_at_k'])} [{_num(r['low'])}, {_num(r['high'])}]"
+def _own_cell(r) -> Cell:
+    return Cell(f"{_num(r['pass_at_k'])} [{_num(r['low'])}, {_num(r['high'])}]", Kind.BASELINE)
 
 
 def _order(task: str, passk: pd.DataFrame, comparisons: pd.DataFrame) -> list[tuple[str, str]]:
@@ -39,52 +44,69 @@ def _order(task: str, passk: pd.DataFrame, comparisons: pd.DataFrame) -> list[tu
     return rows + [(arm, "own") for arm in arms if arm not in placed]
 
 
-def _seeds(frame: pd.DataFrame) -> str:
+def _seeds(frame: pd.DataFrame) -> Cell:
     n = int(frame["seeds"].min()) if len(frame) else 0
-    return f"{n} ({TOO_FEW})" if frame["too_few_seeds"].astype(bool).any() else str(n)
+    if frame["too_few_seeds"].astype(bool).any():
+        return Cell(f"{n} ({TOO_FEW})", Kind.FEW)
+    return Cell(str(n), Kind.NUMBER)
 
 
-def _row(task, arm, kind, ks, passk, comparisons, health) -> dict:
+def _column(k: int, primary_k: int | None) -> str:
+    return f"pass@{k}" + (PRIMARY_MARK if k == primary_k else "")
+
+
+def _row(task, arm, kind, ks, primary_k, passk, comparisons, health) -> dict:
     own = passk[(passk["arm"] == arm) & (passk["eval_task"] == task)].set_index("k")
     cmp = comparisons[(comparisons["arm"] == arm) & (comparisons["eval_task"] == task)].set_index("k")
     source = cmp if kind == "cmp" else own
     mark = {"base": BASELINE_MARK, "own": UNCOMPARED_MARK}.get(kind, "")
-    row = {"task": task, "arm": arm + mark, "seeds": _seeds(source)}
+    row = {"task": task, "arm": Cell(arm + mark, Kind.BASELINE if mark else Kind.TEXT), "seeds": _seeds(source)}
     for k in ks:
         if k not in source.index:
-            row[f"pass@{k}"] = "-"
+            row[_column(k, primary_k)] = Cell("-", Kind.NUMBER)
         else:
-            row[f"pass@{k}"] = _diff_cell(source.loc[k]) if kind == "cmp" else _own_cell(source.loc[k])
+            cell = _diff_cell(source.loc[k]) if kind == "cmp" else _own_cell(source.loc[k])
+            row[_column(k, primary_k)] = cell
     state = health.get(arm, "ok")
     if kind == "cmp" and len(cmp) and cmp["baseline_health"].iloc[0] != "ok":
         state = f"{state}; baseline {cmp['baseline'].iloc[0]}: {cmp['baseline_health'].iloc[0]}"
-    row["health"] = state if state == "ok" else WARN + state
+    row["health"] = health_cell(state)
     return row
 
 
-def verdict_table(passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """task, arm, seeds, one column per k ('pass@k'), health: see the module docstring."""
+def verdict_table(
+    passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFrame | None = None, primary_k: int | None = 1
+) -> pd.DataFrame:
+    """task, arm, seeds, one column per k ('pass@k', the primary one 'pass@k (primary)'), health: see the module
+    docstring."""
     if passk.empty:
         return pd.DataFrame()
     ks = sorted(int(k) for k in passk["k"].unique())
-    health = _arm_health(runs)
+    primary_k = primary_k if not comparisons.empty else None
+    health = health_by_arm(runs)
     rows = [
-        _row(task, arm, kind, ks, passk, comparisons, health)
+        _row(task, arm, kind, ks, primary_k, passk, comparisons, health)
         for task in sorted(passk["eval_task"].unique())
         for arm, kind in _order(task, passk, comparisons)
     ]
     return pd.DataFrame(rows)
 
 
-def verdict_legend(baseline: str | None, confidence: float, alpha: float, compared: bool) -> str:
+def verdict_legend(
+    baseline: str | None, confidence: float, alpha: float, compared: bool, primary_k: int = 1, population="problems"
+) -> str:
     """The line under the verdict table's heading that says how to read a cell."""
-    ci = f"{100 * confidence:g}% CI over seeds and problems"
+    over = "seeds and problems" if population == "problems" else "seeds, this problem set fixed"
+    ci = f"{100 * confidence:g}% CI over {over}"
     if not compared:
         return f"pass@k of each arm in percent [{ci}]; no baseline to compare with (--baseline {baseline})."
     return (
         f"Each cell: the arm minus its baseline ({baseline}, same context) in percentage points at that k, [{ci}], "
-        f"paired by seed and problem; * significant after Holm's correction over every comparison at alpha "
-        f"{alpha:g}. Baseline rows: the baseline's own pass@k in percent [CI]. seeds: seeds of the comparison; "
-        f"'{TOO_FEW}' (under 3): an estimate, no test. health: {WARN.strip()} names the runs that are not ok "
-        "(run health, under details). p-values, seed sd and seeds for 80% power: the full table under details."
+        f"paired by seed and problem. Primary: pass@{primary_k}; * significant after Holm's correction over the "
+        f"primary family (every arm, task and context at k = {primary_k}) at alpha {alpha:g}; other k are "
+        "secondary (CI only, no mark). mde: the smallest true difference this comparison detects with 80% power "
+        "(at alpha / family size for the primary k): an unmarked cell does not rule out differences below it. "
+        f"Baseline rows: the baseline's own pass@k in percent [CI]. seeds: seeds of the comparison; '{TOO_FEW}' "
+        f"(under 3): an estimate, no test. health: {WARN}names the runs that are not ok (run health, under "
+        "details). p-values and seed sd: the full table under details."
     )

@@ -15,7 +15,7 @@ from benchctl.report.figstyle import arm_styles, plt
 from benchctl.report.load import load_report_data
 from tests.report.showcase import write_showcase
 
-CELL = re.compile(r"^[+-]\d+\.\d \[-?\d+\.\d, -?\d+\.\d\]\*?$")  # "+2.6 [1.2, 4.2]*"
+CELL = re.compile(r"^[+-]\d+\.\d \[-?\d+\.\d, -?\d+\.\d\]\*? \(mde \d+\.\d\)$")  # "+2.6 [1.2, 4.2]* (mde 2.1)"
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +32,18 @@ def test_the_verdict_has_one_row_per_arm_and_task_and_one_column_per_k(report):
     _, result = report
     verdict, passk = result.tables["verdict"], result.tables["passk"]
     ks = sorted(passk["k"].unique())
-    assert list(verdict.columns) == ["task", "arm", "seeds", *(f"pass@{k}" for k in ks), "health"]
+    columns = [f"pass@{k}" + (" (primary)" if k == 1 else "") for k in ks]
+    assert list(verdict.columns) == ["task", "arm", "seeds", *columns, "health"]
     assert len(verdict) == passk[["eval_task", "arm"]].drop_duplicates().shape[0] == 16
     arms = verdict[~verdict["arm"].str.endswith("(baseline)")]
-    assert all(CELL.match(cell) for k in ks for cell in arms[f"pass@{k}"]), arms
+    assert all(CELL.match(cell) for col in columns for cell in arms[col]), arms
     cmp = result.tables["comparisons"].set_index(["arm", "eval_task", "k"])
     for row in arms.to_dict("records"):
-        c, cell = cmp.loc[(row["arm"], row["task"], 1)], row["pass@1"]
-        assert cell.startswith(f"{100 * c['diff']:+.1f} [") and cell.endswith("*") == bool(c["significant"])
+        c, cell = cmp.loc[(row["arm"], row["task"], 1)], row["pass@1 (primary)"]
+        assert cell.startswith(f"{100 * c['diff']:+.1f} [") and ("*" in cell) == bool(c["significant"])
+        assert cell.endswith(f"(mde {100 * c['mde']:.1f})")
     base = verdict[verdict["arm"] == "grpo G=4 (baseline)"].iloc[0]
-    assert re.match(r"^\d+\.\d \[\d+\.\d, \d+\.\d\]$", base["pass@1"])  # the baseline's own pass@k
+    assert re.match(r"^\d+\.\d \[\d+\.\d, \d+\.\d\]$", base["pass@1 (primary)"])  # the baseline's own pass@k
     health = verdict.set_index(["task", "arm"])["health"]
     assert health[("arith", "avspo G=8")] == "\u26a0 collapsed: seed 2"
     assert health[("arith", "oar G=4")] == "\u26a0 stalled: seed 1"
@@ -61,8 +63,9 @@ def test_the_verdict_marks_too_few_seeds():
         ]
     )
     table = verdict_table(passk, cmp).set_index("arm")
-    assert table.loc["a", "seeds"] == "2 (too few seeds)" and table.loc["a", "pass@1"] == "+3.1 [-10.0, 16.0]"
-    assert table.loc["b (baseline)", "pass@1"] == "50.0 [40.0, 60.0]"
+    cell = table.loc["a", "pass@1 (primary)"]
+    assert table.loc["a", "seeds"] == "2 (too few seeds)" and cell == "+3.1 [-10.0, 16.0]"  # no test, no mde
+    assert table.loc["b (baseline)", "pass@1 (primary)"] == "50.0 [40.0, 60.0]"
 
 
 def test_an_arm_with_no_baseline_in_its_context_shows_its_own_pass_at_k_and_says_so():

@@ -73,23 +73,36 @@ def test_passk_is_the_mean_over_seeds_of_the_unbiased_estimator(matrix):
     assert (passk["seeds"] == 3).all() and (passk["problems"] == 3).all() and not passk["too_few_seeds"].any()
 
 
-def test_paired_difference_to_baseline_matches_hand_values_and_holm_adjusts_all_ks(matrix):
+def _two_way(d: np.ndarray) -> tuple[float, float]:
+    """(se, df) of mean(d), d (P, S), by hand: two-way ANOVA mean squares, Satterthwaite df with the seed mean
+    square also at its upper 75% chi-square limit (the smaller df kept), at least min(S, P) - 1."""
+    n_prob, n_seed = d.shape
+    ms_s = n_prob * d.mean(axis=0).var(ddof=1)
+    ms_p = n_seed * d.mean(axis=1).var(ddof=1)
+    resid = d - d.mean(axis=0) - d.mean(axis=1, keepdims=True) + d.mean()
+    ms_e = (resid**2).sum() / ((n_seed - 1) * (n_prob - 1))
+    part = max(ms_p - ms_e, 0.0)
+    rest = ms_p**2 / (n_prob - 1) + ms_e**2 / ((n_seed - 1) * (n_prob - 1)) if part > 0 else 0.0
+    upper = ms_s * (n_seed - 1) / sps.chi2.ppf(0.25, n_seed - 1)
+    df = min((s + part) ** 2 / (s**2 / (n_seed - 1) + rest) for s in (ms_s, upper))
+    return float(np.sqrt((ms_s + part) / (n_seed * n_prob))), max(df, min(n_seed, n_prob) - 1.0)
+
+
+def test_paired_difference_to_baseline_matches_hand_values_and_holm_runs_over_the_primary_k(matrix):
     cmp = build_report(_config(matrix)).tables["comparisons"].set_index("k")
     assert list(cmp.index) == [1, 2, 4] and set(cmp["baseline"]) == {"grpo"}
     for k in (1, 2, 4):
         assert cmp.loc[k, "diff"] == pytest.approx(_hand_mean("ha_dw", k) - _hand_mean("grpo", k))
         d = _hand_matrix("ha_dw", k) - _hand_matrix("grpo", k)  # (P, S), paired by problem and seed
-        se = np.sqrt(d.mean(axis=0).var(ddof=1) / 3 + d.mean(axis=1).var(ddof=1) / 3)
-        half = sps.t.ppf(0.975, 2) * se
+        se, df = _two_way(d)
+        half = sps.t.ppf(0.975, df) * se
         assert (cmp.loc[k, "low"], cmp.loc[k, "high"]) == pytest.approx((d.mean() - half, d.mean() + half))
-        assert cmp.loc[k, "p_value"] == pytest.approx(2 * sps.t.sf(abs(d.mean()) / se, 2))
+        assert cmp.loc[k, "p_value"] == pytest.approx(2 * sps.t.sf(abs(d.mean()) / se, df))
         assert cmp.loc[k, "seed_std"] == pytest.approx(d.mean(axis=0).std(ddof=1))
     assert cmp.loc[1, "diff"] == pytest.approx((6 / 4 + 8 / 4 + 7 / 4 - 3 / 4 - 5 / 4 - 3 / 4) / 9)
-    p = cmp["p_value"].to_numpy()
-    order = np.argsort(p)
-    hand = np.minimum(1, np.maximum.accumulate(p[order] * np.array([3, 2, 1])))  # Holm step-down, m = 3
-    assert cmp["p_holm"].to_numpy()[order] == pytest.approx(hand)
-    assert cmp["p_holm"].ge(cmp["p_value"]).all()
+    assert cmp["primary"].tolist() == [True, False, False]  # pass@1 is the primary family, alone here: m = 1
+    assert cmp.loc[1, "p_holm"] == pytest.approx(cmp.loc[1, "p_value"])
+    assert cmp.loc[[2, 4], "p_holm"].isna().all() and not cmp.loc[[2, 4], "significant"].any()
 
 
 def test_rliable_iqm_of_three_runs_on_one_task_is_their_mean(matrix):
@@ -161,10 +174,12 @@ def test_written_tables_are_plain_parquet_with_the_documented_columns(matrix, tm
         "p_value",
         "p_holm",
         "significant",
+        "primary",
+        "mde",
+        "df",
         "seeds",
         "seed_std",
         "too_few_seeds",
-        "seeds_for_80pct_power",
         "problems",
         "arm_health",
         "baseline_health",

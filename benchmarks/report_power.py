@@ -1,0 +1,132 @@
+"""Level and power of the report's difference test, new against old, on simulated problems x seeds matrices.
+
+    python benchmarks/report_power.py [--reps 2000] [--problems 200] [--seed 0]     (4,000 reps: about 30 s)
+
+Each replication draws the matrix D (P problems, S seeds) of an arm's per-problem pass@k minus its baseline's,
+paired by seed and problem, and applies three tests of mean(D) = 0 at 5%, two-sided:
+
+* old: V = var(seed means) / S + var(problem means) / P, t(S - 1) (the report before the two-way design);
+* problems: the report's default (`benchctl.report.stats.crossed_variance`: two-way ANOVA mean squares,
+  (MS_s + max(MS_p - MS_e, 0)) / (S P), Satterthwaite df with the seed mean square at its upper 75% limit);
+* fixed: `--population fixed`, a paired t on the per-seed means (exact when the problem set is held fixed; under
+  the "problems like these" null below it also counts the problem set's luck, so its level is shown only as
+  that question's false-positive rate).
+
+Regimes.  Gaussian D = delta + seed effect + problem effect (the problems favour one arm) + run x problem noise,
+standard deviations in pass@k units: seed-dominated (0.03, 0.005, 0.05), problem-dominated (0.005, 0.08, 0.05),
+run x problem (0.005, 0.01, 0.25).  Binomial: n = 16 samples per problem and run, logit p = mean + problem
+difficulty (sd 1.5, shared by the arms) + arm x problem (0.3) + seed (0.15) + run x problem (0.5); pass@1 near 0
+(mean logit -4; the arm's logit + 0.3 for power) and pass@16 near 1 (mean logit +0.5; + 0.8 for power).
+Level: delta = 0; power: delta = 0.03 (3 points) or the logit shift (its mean diff printed).  A zero variance
+(every difference 0) counts as no rejection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from math import comb
+
+import numpy as np
+from scipy import stats
+
+from benchctl.report.stats import crossed_variance, mean_squares
+
+GAUSSIAN = {
+    "seed-dominated": (0.03, 0.005, 0.05),
+    "problem-dominated": (0.005, 0.08, 0.05),
+    "run x problem": (0.005, 0.01, 0.25),
+}
+BINOMIAL = {"pass@1 near 0": (-4.0, 1, 0.3), "pass@16 near 1": (0.5, 16, 0.8)}  # mean logit, k, arm shift
+N_SAMPLES, ALPHA, DELTA = 16, 0.05, 0.03
+
+
+def p_values(d: np.ndarray) -> dict[str, np.ndarray]:
+    """d (R, P, S) -> two-sided p-values (R,) of the old, problems and fixed tests."""
+    n_prob, n_seed = d.shape[-2:]
+    grand, ms_seed, ms_prob, _ = mean_squares(d)
+    old = np.sqrt((ms_seed + ms_prob) / (n_seed * n_prob))  # var(seed means)/S + var(problem means)/P
+    _, var, df = crossed_variance(d)
+    fixed = np.sqrt(ms_seed / (n_seed * n_prob))  # var(seed means) / S
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "old": 2 * stats.t.sf(np.abs(grand) / old, n_seed - 1),
+            "problems": 2 * stats.t.sf(np.abs(grand) / np.sqrt(var), df),
+            "fixed": 2 * stats.t.sf(np.abs(grand) / fixed, n_seed - 1),
+        }
+
+
+def gaussian(rng, sds, reps, problems, seeds, delta) -> np.ndarray:
+    seed_sd, prob_sd, noise_sd = sds
+    return (
+        delta
+        + rng.normal(0, seed_sd, (reps, 1, seeds))
+        + rng.normal(0, prob_sd, (reps, problems, 1))
+        + rng.normal(0, noise_sd, (reps, problems, seeds))
+    )  # (R, P, S)
+
+
+def _passk_table(k: int) -> np.ndarray:
+    """Unbiased pass@k for c = 0..n correct of n (Chen et al. 2021, arXiv:2107.03374, Eq. 1)."""
+    return np.array([1.0 - comb(N_SAMPLES - c, k) / comb(N_SAMPLES, k) for c in range(N_SAMPLES + 1)])
+
+
+def binomial(rng, setting, reps, problems, seeds, shift) -> np.ndarray:
+    mean, k, _ = setting
+    difficulty = rng.normal(0, 1.5, (reps, problems, 1))  # shared by both arms
+
+    def arm(offset: float) -> np.ndarray:
+        logit = (
+            mean
+            + offset
+            + difficulty
+            + rng.normal(0, 0.3, (reps, problems, 1))
+            + rng.normal(0, 0.15, (reps, 1, seeds))
+            + rng.normal(0, 0.5, (reps, problems, seeds))
+        )
+        return _passk_table(k)[rng.binomial(N_SAMPLES, 1 / (1 + np.exp(-logit)))]  # (R, P, S)
+
+    return arm(shift) - arm(0.0)
+
+
+def rates(d: np.ndarray) -> dict[str, float]:
+    """Share of p < ALPHA per test over the replications of d (R, P, S)."""
+    return {name: float(np.mean(p < ALPHA)) for name, p in p_values(d).items()}
+
+
+def draw(rng, args, regime: str, seeds: int, effect: float) -> np.ndarray:
+    """(R, P, S) differences of one regime; effect 0: the null, 1: the power alternative."""
+    if regime in GAUSSIAN:
+        return gaussian(rng, GAUSSIAN[regime], args.reps, args.problems, seeds, effect * DELTA)
+    return binomial(rng, BINOMIAL[regime], args.reps, args.problems, seeds, effect * BINOMIAL[regime][2])
+
+
+HEADER = (
+    "| regime | seeds | level old | level problems | level fixed | diff | power old | power problems | power fixed |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--problems", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng, start = np.random.default_rng(args.seed), time.perf_counter()
+    print(f"{args.reps} replications, {args.problems} problems, two-sided 5%; level: no true difference")
+    print(HEADER)
+    for regime in [*GAUSSIAN, *BINOMIAL]:
+        for seeds in (3, 5, 10):
+            level = rates(draw(rng, args, regime, seeds, 0.0))
+            alt = draw(rng, args, regime, seeds, 1.0)
+            power = rates(alt)
+            cells = [f"{100 * v:.1f}%" for v in level.values()] + [f"{100 * alt.mean():+.1f}"]
+            cells += [f"{100 * v:.1f}%" for v in power.values()]
+            print(f"| {regime} | {seeds} | " + " | ".join(cells) + " |")
+    se = 100 * np.sqrt(0.05 * 0.95 / args.reps)
+    print(f"({time.perf_counter() - start:.0f} s; Monte Carlo standard error of a 5% rate: {se:.1f}%)")
+
+
+if __name__ == "__main__":
+    main()
