@@ -1,6 +1,6 @@
 """The order of the report's page, read at a glance first: the verdict (arm x k differences to the baseline), the
 papers' claims, compute curves, pass@k curves, training curves, the estimators' diagnostics, cost; then the
-details (the full per-k table with p-values and power and the method, run health, rliable, notes)."""
+details (the full per-k table with p-values and mde and the method, run health, rliable, notes)."""
 
 from __future__ import annotations
 
