@@ -29,9 +29,9 @@ effect is the mean difference and its interval the report's seed-level one (`ben
 crossed_estimate`; a training metric, e.g. acr/all, is one mean per run, so only the seed term remains). For a
 relative effect the interval is a paired t-interval on the per-seed log ratios d_s = log(mean_s(arm) /
 mean_s(baseline)): effect exp(mean d) - 1, interval exp(mean d +- t(S-1) sd(d) / sqrt(S)) - 1 (the geometric mean
-ratio; the problems of a pass@k claim enter through the per-seed means only). It covered the true ratio 94-96% at
-3-10 seeds where the old percentile bootstrap over seeds covered 74-86% (benchmarks/report_claims_coverage.py,
-docs/report.md "Claims"). Fewer than 3 paired seeds: no verdict.
+ratio; the problems of a pass@k claim enter through the per-seed means only). It covered the true ratio in
+94.0-95.7% of replications at 3-10 seeds where the percentile bootstrap over seeds used before covered 74-90%
+(benchmarks/report_claims_coverage.py, docs/report.md "Claims"). Fewer than 3 paired seeds: no verdict.
 Verdicts (read in the claim's direction: `less` / `at_most` mirror the interval onto `greater` / `at_least`):
 * `greater` holds when the interval's low end is above 0, does not hold when its high end is at or below 0;
   `at_least` holds when the low end is above -margin, does not hold when the high end is below -margin;
@@ -74,6 +74,7 @@ CLAIM_COLUMNS = (
     "low",
     "high",
     "seeds",
+    "mde",
     "margin",
     "stated_effect",
     "verdict",
@@ -239,19 +240,25 @@ def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | No
 
 
 def seed_effect(arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidence: float = 0.95):
-    """(effect, low, high, paired seeds) from units x seeds values paired by seed and unit (module docstring)."""
-    from benchctl.report.stats import crossed_estimate
+    """(effect, low, high, paired seeds, mde) from units x seeds values paired by seed and unit (module docstring).
+    mde: the effect the interval's test detects with 80% power at level 1 - confidence (`stats.
+    minimum_detectable_effect`), as a magnitude in the effect's units; for a relative effect, on the log ratio
+    (a reduction of 1 - exp(-mde) or an increase of exp(mde) - 1)."""
+    from benchctl.report.stats import crossed_estimate, minimum_detectable_effect
 
     seeds = sorted(set(arm.columns) & set(base.columns))
     if not seeds:
-        return np.nan, np.nan, np.nan, 0
+        return np.nan, np.nan, np.nan, 0, np.nan
     both = arm[seeds].join(base[seeds], how="inner", lsuffix="_arm", rsuffix="_base").dropna()
     a, b = both.iloc[:, : len(seeds)].to_numpy(float), both.iloc[:, len(seeds) :].to_numpy(float)  # (P, S) each
+    alpha = 1.0 - confidence
     if not relative:
         est = crossed_estimate(a - b, confidence)
-        return est.mean, est.low, est.high, len(seeds)
-    effect, low, high = log_ratio_interval(a.mean(axis=0), b.mean(axis=0), confidence)
-    return effect, low, high, len(seeds)
+        return est.mean, est.low, est.high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
+    a, b = a.mean(axis=0), b.mean(axis=0)  # per-seed means (S,)
+    effect, low, high = log_ratio_interval(a, b, confidence)
+    se = np.log(a / b).std(ddof=1) / np.sqrt(len(seeds)) if np.isfinite(effect) and len(seeds) > 1 else np.nan
+    return effect, low, high, len(seeds), minimum_detectable_effect(se, len(seeds) - 1.0, alpha)
 
 
 def log_ratio_interval(arm: np.ndarray, base: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
@@ -319,10 +326,12 @@ def _claim_row(data, c: Claim, confidence: float, premise: dict | None) -> dict:
         "paper_effect": c.paper_effect,
     }
     if c.testbed:
-        row.update(effect=np.nan, low=np.nan, high=np.nan, seeds=0, verdict="inconclusive")
+        row.update(effect=np.nan, low=np.nan, high=np.nan, seeds=0, mde=np.nan, verdict="inconclusive")
         return {**row, "reason": f"not expressible on this testbed: {c.testbed}"}
     arm, base, reason = run_values(data, c)
-    effect, low, high, n = seed_effect(arm, base, c.relative, confidence)
+    effect, low, high, n, mde = seed_effect(arm, base, c.relative, confidence)
+    if c.relative:  # the log-ratio mde as a relative change in the claim's direction
+        mde = -np.expm1(-mde) if c.direction in ("less", "at_most") else np.expm1(mde)
     if reason is None and n < MIN_SEEDS:
         reason = f"too few seeds: {n} paired (at least {MIN_SEEDS})"
     if reason is None and c.relative and not np.isfinite(effect):
@@ -330,4 +339,5 @@ def _claim_row(data, c: Claim, confidence: float, premise: dict | None) -> dict:
     found = verdict(c.direction, low, high, n, c.margin, c.stated_effect)
     if premise is not None and premise["verdict"] != "holds":
         found, reason = "inconclusive", f"premise not established: {c.requires!r} {premise['verdict']}"
-    return {**row, "effect": effect, "low": low, "high": high, "seeds": n, "verdict": found, "reason": reason}
+    row.update(effect=effect, low=low, high=high, seeds=n, mde=mde)
+    return {**row, "verdict": found, "reason": reason}

@@ -172,3 +172,13 @@ def test_the_shipped_claims_file_reads_and_its_parity_claims_require_a_premise()
     parity = [c for c in claims if c.direction == "at_least" and c.arm.startswith("oar")]
     assert parity and all(c.requires in ids for c in parity)
     assert {c.stated_effect for c in claims if c.id == "avspo_acr_lower"} == {0.58}
+
+
+def test_every_tested_claim_says_the_smallest_effect_it_could_have_detected():
+    data = _data({("grpo", 8): [0.30, 0.34, 0.29, 0.31, 0.30], ("new", 8): [0.31, 0.33, 0.30, 0.32, 0.31]})
+    row = evaluate_claims(data, [_claim()]).iloc[0]
+    half = (row.high - row.low) / 2
+    assert half < row.mde < 2 * half  # 80% power at 5%: about (t_0.975 + t_0.8) se against t_0.975 se
+    acr = _data({("grpo", 8): [0.3] * 5, ("avspo", 8): [0.3] * 5}, acr={"grpo": 0.5, "avspo": 0.2})
+    rel = evaluate_claims(acr, [_claim(arm="avspo", metric="acr/all", direction="less", relative=True)]).iloc[0]
+    assert 0 < rel.mde < 1  # a relative reduction
