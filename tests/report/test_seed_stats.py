@@ -1,6 +1,7 @@
 """Seed-level statistics on synthetic runs whose truth is known: the training run is the unit of the test."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
@@ -230,3 +231,25 @@ def test_population_is_a_report_option_checked_on_entry(tmp_path):
     assert fixed["df"] == 2
     with pytest.raises(BenchctlError, match="population"):
         ReportConfig(inputs=("x",), population="everything")
+
+
+def test_population_and_primary_k_flow_from_the_cli_into_the_config(monkeypatch):
+    from typer.testing import CliRunner
+
+    import benchctl.report
+    from benchctl.cli import app
+
+    seen = {}
+
+    def fake(config):
+        seen["config"] = config
+        return benchctl.report.ReportResult({k: pd.DataFrame() for k in ("main", "rliable", "cost")}, {}, [])
+
+    monkeypatch.setattr(benchctl.report, "build_report", fake)
+    result = CliRunner().invoke(app, ["report", "r", "--population", "fixed", "--primary-k", "4"])
+    assert result.exit_code == 0, result.output
+    config = seen["config"]
+    assert (config.population, config.primary_k) == ("fixed", 4)
+    assert config.sources["population"] == config.sources["primary_k"] == "flag"
+    bad = CliRunner().invoke(app, ["report", "r", "--population", "all"])
+    assert bad.exit_code == 2 and "expected 'problems' or 'fixed'" in bad.output and "Traceback" not in bad.output
