@@ -128,7 +128,9 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
         "compute_comparisons": fit_comparisons,
     }
     if claim_list:
-        tables["claims"] = claims.evaluate_claims(data, claim_list, config.confidence, config.seed)
+        tables["claims"] = claims.evaluate_claims(
+            data, claim_list, config.confidence, config.seed, population=config.population
+        )
     return tables, _figures(data, passk, points, fits, summary, pairs)
 
 

@@ -26,7 +26,9 @@ A claims file (YAML) lists what papers report, in terms the report can check:
 Statistics [our choice]: the training run is the unit, as in the report's comparisons. The arm's and the
 baseline's runs are paired by seed (same data order and sampling seeds) and, for pass@k, by held-out problem; the
 effect is the mean difference and its interval the report's seed-level one (`benchctl.report.stats.
-crossed_estimate`; a training metric, e.g. acr/all, is one mean per run, so only the seed term remains). For a
+crossed_estimate`, at the report's `--population`; a training metric, e.g. acr/all, is one mean per run, so only
+the seed term remains), not Holm-corrected: each claim is its own question. `mde`: the effect that interval's test
+detects with 80% power at level 1 - confidence (`stats.minimum_detectable_effect`). For a
 relative effect the interval is a paired t-interval on the per-seed log ratios d_s = log(mean_s(arm) /
 mean_s(baseline)): effect exp(mean d) - 1, interval exp(mean d +- t(S-1) sd(d) / sqrt(S)) - 1 (the geometric mean
 ratio; the problems of a pass@k claim enter through the per-seed means only). It covered the true ratio in
@@ -239,11 +241,13 @@ def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | No
     return wide(arm), wide(base), None
 
 
-def seed_effect(arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidence: float = 0.95):
+def seed_effect(
+    arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidence: float = 0.95, population: str = "problems"
+):
     """(effect, low, high, paired seeds, mde) from units x seeds values paired by seed and unit (module docstring).
     mde: the effect the interval's test detects with 80% power at level 1 - confidence (`stats.
     minimum_detectable_effect`), as a magnitude in the effect's units; for a relative effect, on the log ratio
-    (a reduction of 1 - exp(-mde) or an increase of exp(mde) - 1)."""
+    (a reduction of 1 - exp(-mde) or an increase of exp(mde) - 1). `population`: as `stats.crossed_estimate`."""
     from benchctl.report.stats import crossed_estimate, minimum_detectable_effect
 
     seeds = sorted(set(arm.columns) & set(base.columns))
@@ -253,7 +257,7 @@ def seed_effect(arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidenc
     a, b = both.iloc[:, : len(seeds)].to_numpy(float), both.iloc[:, len(seeds) :].to_numpy(float)  # (P, S) each
     alpha = 1.0 - confidence
     if not relative:
-        est = crossed_estimate(a - b, confidence)
+        est = crossed_estimate(a - b, confidence, population)
         return est.mean, est.low, est.high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
     a, b = a.mean(axis=0), b.mean(axis=0)  # per-seed means (S,)
     effect, low, high = log_ratio_interval(a, b, confidence)
@@ -296,7 +300,9 @@ def verdict(
     return "holds" if low > bar else "inconclusive"
 
 
-def evaluate_claims(data, claims: list[Claim], confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def evaluate_claims(
+    data, claims: list[Claim], confidence: float = 0.95, seed: int = 0, population: str = "problems"
+) -> pd.DataFrame:
     """The `claims.parquet` table: one row per claim (CLAIM_COLUMNS), a reason where no verdict could be made; a
     claim with `requires` is judged after its premise and is inconclusive unless the premise holds. `seed` is
     unused: every interval is analytic (kept for callers)."""
@@ -307,7 +313,7 @@ def evaluate_claims(data, claims: list[Claim], confidence: float = 0.95, seed: i
         if i not in rows:
             c = claims[i]
             premise = judge(index[c.requires]) if c.requires is not None else None
-            rows[i] = _claim_row(data, c, confidence, premise)
+            rows[i] = _claim_row(data, c, confidence, premise, population)
         return rows[i]
 
     for i in range(len(claims)):
@@ -315,7 +321,7 @@ def evaluate_claims(data, claims: list[Claim], confidence: float = 0.95, seed: i
     return pd.DataFrame([rows[i] for i in range(len(claims))], columns=list(CLAIM_COLUMNS))
 
 
-def _claim_row(data, c: Claim, confidence: float, premise: dict | None) -> dict:
+def _claim_row(data, c: Claim, confidence: float, premise: dict | None, population: str) -> dict:
     """One claim's row; `premise` is the row of the claim it requires (None without `requires`)."""
     row = {
         **{k: getattr(c, k) for k in ("id", "requires", "paper", "claim", "arm", "baseline", "metric", "direction")},
@@ -329,7 +335,7 @@ def _claim_row(data, c: Claim, confidence: float, premise: dict | None) -> dict:
         row.update(effect=np.nan, low=np.nan, high=np.nan, seeds=0, mde=np.nan, verdict="inconclusive")
         return {**row, "reason": f"not expressible on this testbed: {c.testbed}"}
     arm, base, reason = run_values(data, c)
-    effect, low, high, n, mde = seed_effect(arm, base, c.relative, confidence)
+    effect, low, high, n, mde = seed_effect(arm, base, c.relative, confidence, population)
     if c.relative:  # the log-ratio mde as a relative change in the claim's direction
         mde = -np.expm1(-mde) if c.direction in ("less", "at_most") else np.expm1(mde)
     if reason is None and n < MIN_SEEDS:
