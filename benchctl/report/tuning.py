@@ -93,7 +93,8 @@ def select_settings(
     place: runs and problems filtered, validation problems removed); returns the `settings` table (empty when no
     setting varies within an arm)."""
     runs, problems = data.runs, data.problems
-    runs = runs.assign(validation=_validation_of(runs, problems, select_on), seed_key=runs["seed"].fillna(-1))
+    seed_key = runs["seed"].fillna(-1) if "seed" in runs else -1  # runs without a seed share one
+    runs = runs.assign(validation=_validation_of(runs, problems, select_on), seed_key=seed_key)
     val_tasks = set(runs["validation"].dropna())
     data.problems = problems[~problems["eval_task"].isin(val_tasks)]
     cols = setting_columns(runs)
@@ -121,11 +122,12 @@ def select_settings(
 def _choices(runs: pd.DataFrame, at_k: pd.DataFrame, unit: list[str], tuning_seeds: Sequence) -> dict:
     """{(unit key, seed): (setting, method)} for every arm (and training task) with a validation task."""
     on_val = at_k[at_k["eval_task"] == at_k["validation"]]
-    per_run = on_val.groupby([*unit, "setting", "seed_key"])["value"].mean()
+    per_run = on_val.groupby([*unit, "setting", "seed_key"])["value"].mean().reset_index()
     out = {}
     for key, part in runs.dropna(subset=["validation"]).groupby(unit):
         key = key if isinstance(key, tuple) else (key,)
-        val = per_run.loc[key].unstack("seed_key") if key in per_run.index.droplevel([-2, -1]) else pd.DataFrame()
+        mine = per_run[(per_run[unit] == pd.Series(key, index=unit)).all(axis=1)]
+        val = mine.pivot_table(index="setting", columns="seed_key", values="value")  # settings x seeds
         has_run = pd.crosstab(part["setting"], part["seed_key"]) > 0
         val = val.reindex(index=has_run.index, columns=sorted(set(val.columns) | set(has_run.columns)))
         for seed, choice in choose_per_seed(val, has_run, tuning_seeds).items():

@@ -127,3 +127,22 @@ def test_tuning_seeds_leave_the_test_tables(tmp_path):
     assert set(settings["method"]) == {"held-apart tuning seeds"}
     bad = CliRunner().invoke(app, [*args[:-1], "zero"])
     assert bad.exit_code == 2 and "--tuning-seeds 'zero'" in bad.output
+
+
+def test_runs_without_a_training_task_column_are_chosen_per_arm_on_the_select_on_task():
+    from types import SimpleNamespace
+
+    from benchctl.report.tuning import select_settings
+
+    runs, problems = [], []
+    for lr, p_val in ((1e-4, 0.2), (3e-4, 0.8)):
+        for seed in range(3):
+            runs.append({"run_id": len(runs), "arm": "grpo", "seed": seed, "lr": lr})
+            for task, value in (("v", p_val), ("t", 0.5)):
+                problems += [{"run_id": len(runs) - 1, "eval_task": task, "problem_id": i, "k": 1, "value": value}
+                             for i in range(4)]  # fmt: skip
+    data = SimpleNamespace(runs=pd.DataFrame(runs), problems=pd.DataFrame(problems), metrics=pd.DataFrame(),
+                           eval_curve=pd.DataFrame(), notes=[], group_by=("arm",), arm_column="arm")  # fmt: skip
+    settings = select_settings(data, "v")
+    assert sorted(data.runs["lr"]) == [3e-4] * 3 and set(data.problems["eval_task"]) == {"t"}
+    assert settings.set_index("setting")["chosen_for_seeds"].to_dict() == {"lr=0.0003": "0,1,2", "lr=0.0001": ""}
