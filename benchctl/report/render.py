@@ -52,7 +52,8 @@ def cell_text(value) -> str:
     return str(value)
 
 
-def _num(value, digits: int = 1, scale: float = 100.0) -> str:
+def percent(value, digits: int = 1, scale: float = 100.0) -> str:
+    """A fraction as percent text ('41.3'), '-' for None or NaN."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{scale * value:.{digits}f}"
@@ -70,6 +71,7 @@ def health_by_arm(runs: pd.DataFrame | None) -> dict[str, str]:
 
 
 def health_cell(state: str) -> Cell:
+    """'ok' as text, anything else marked WARN."""
     return Cell(state, Kind.TEXT) if state == "ok" else Cell(WARN + state, Kind.WARN)
 
 
@@ -94,12 +96,12 @@ def _p_cell(c) -> Cell:
 
 def _diff_cells(c) -> dict[str, Cell]:
     """The comparison columns of one main-table row (percent points)."""
-    ci = f" [{_num(c['low'])}, {_num(c['high'])}]" if not math.isnan(c["low"]) else ""
+    ci = f" [{percent(c['low'])}, {percent(c['high'])}]" if not math.isnan(c["low"]) else ""
     return {
-        "diff vs baseline [CI]": Cell(f"{_num(c['diff']):>5}{ci}", diff_kind(c)),
-        "seed sd": Cell(_num(c["seed_std"]), Kind.NUMBER),
+        "diff vs baseline [CI]": Cell(f"{percent(c['diff']):>5}{ci}", diff_kind(c)),
+        "seed sd": Cell(percent(c["seed_std"]), Kind.NUMBER),
         "p (Holm)": _p_cell(c),
-        "mde (80% power)": Cell(_num(c["mde"]), Kind.NUMBER),
+        "mde (80% power)": Cell(percent(c["mde"]), Kind.NUMBER),
     }
 
 
@@ -118,7 +120,7 @@ def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFram
             "arm": r.arm,
             "seeds": Cell(f"{r.seeds} (too few)", Kind.FEW) if r.too_few_seeds else Cell(str(r.seeds), Kind.NUMBER),
             "problems": r.problems,
-            "pass@k [CI]": Cell(f"{_num(r.pass_at_k)} [{_num(r.low)}, {_num(r.high)}]", Kind.NUMBER),
+            "pass@k [CI]": Cell(f"{percent(r.pass_at_k)} [{percent(r.low)}, {percent(r.high)}]", Kind.NUMBER),
         }
         c = cmp.loc[(r.arm, r.eval_task, r.k)] if cmp is not None and (r.arm, r.eval_task, r.k) in cmp.index else None
         row.update(_diff_cells(c) if c is not None else blank)
@@ -220,7 +222,7 @@ def rliable_table(aggregates: pd.DataFrame, improvement: pd.DataFrame) -> pd.Dat
     rows = {}
     for r in aggregates.itertuples():
         row = rows.setdefault((r.arm, r.k), {"arm": r.arm, "k": r.k, "runs": r.runs, "tasks": r.tasks})
-        row[r.metric] = Cell(f"{_num(r.value)} [{_num(r.low)}, {_num(r.high)}]", Kind.NUMBER)
+        row[r.metric] = Cell(f"{percent(r.value)} [{percent(r.low)}, {percent(r.high)}]", Kind.NUMBER)
     for r in improvement.itertuples() if not improvement.empty else ():
         if (r.arm, r.k) in rows:
             row = rows[(r.arm, r.k)]
@@ -265,9 +267,9 @@ def cost_page_view(cost: pd.DataFrame) -> pd.DataFrame:
         if col.startswith("rollout_") or col in ("tokens", "samples"):
             view[col] = [Cell(_compact(v), Kind.NUMBER) for v in view[col]]
         elif col.startswith("time/"):
-            view[col] = [Cell(_num(v, 0, 1.0), Kind.NUMBER) for v in view[col]]
+            view[col] = [Cell(percent(v, 0, 1.0), Kind.NUMBER) for v in view[col]]
         elif col.startswith("pass@"):
-            view[col] = [Cell(_num(v), Kind.NUMBER) for v in view[col]]
+            view[col] = [Cell(percent(v), Kind.NUMBER) for v in view[col]]
     return view.rename(columns={c: f"{c} (%)" for c in view.columns if c.startswith("pass@")})
 
 

@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from benchctl.report.render import TOO_FEW, WARN, Cell, Kind, _num, diff_kind, health_by_arm, health_cell
+from benchctl.report.render import TOO_FEW, WARN, Cell, Kind, diff_kind, health_by_arm, health_cell, percent
 
 BASELINE_MARK = " (baseline)"
 UNCOMPARED_MARK = " (own pass@k: no baseline in its context)"
@@ -22,14 +22,14 @@ PRIMARY_MARK = " (primary)"
 def _diff_cell(c) -> Cell:
     text = f"{100 * c['diff']:+.1f}"
     if not math.isnan(c["low"]):
-        text += f" [{_num(c['low'])}, {_num(c['high'])}]"
+        text += f" [{percent(c['low'])}, {percent(c['high'])}]"
     text += "*" if bool(c["significant"]) else ""
     mde = c.get("mde", math.nan)
-    return Cell(text + ("" if math.isnan(mde) else f" (mde {_num(mde)})"), diff_kind(c))
+    return Cell(text + ("" if math.isnan(mde) else f" (mde {percent(mde)})"), diff_kind(c))
 
 
 def _own_cell(r) -> Cell:
-    return Cell(f"{_num(r['pass_at_k'])} [{_num(r['low'])}, {_num(r['high'])}]", Kind.BASELINE)
+    return Cell(f"{percent(r['pass_at_k'])} [{percent(r['low'])}, {percent(r['high'])}]", Kind.BASELINE)
 
 
 def _order(task: str, passk: pd.DataFrame, comparisons: pd.DataFrame) -> list[tuple[str, str]]:
