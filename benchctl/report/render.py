@@ -82,6 +82,11 @@ def diff_kind(c) -> Kind:
     return Kind.FEW if bool(c["too_few_seeds"]) else Kind.NUMBER
 
 
+def mde_text(mde: float) -> str:
+    """The mde in points; '> 100' when no pass@k difference that large is possible (3 seeds, a large family)."""
+    return "> 100" if mde >= 1.0 else percent(mde)
+
+
 def _p_cell(c) -> Cell:
     if bool(c["too_few_seeds"]):
         return Cell(f"{TOO_FEW} ({int(c['seeds'])})", Kind.FEW)
@@ -101,7 +106,7 @@ def _diff_cells(c) -> dict[str, Cell]:
         "diff vs baseline [CI]": Cell(f"{percent(c['diff']):>5}{ci}", diff_kind(c)),
         "seed sd": Cell(percent(c["seed_std"]), Kind.NUMBER),
         "p (Holm)": _p_cell(c),
-        "mde (80% power)": Cell(percent(c["mde"]), Kind.NUMBER),
+        "mde (80% power)": Cell(mde_text(c["mde"]), Kind.NUMBER),
     }
 
 

@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from benchctl.report.render import TOO_FEW, WARN, Cell, Kind, diff_kind, health_by_arm, health_cell, percent
+from benchctl.report.render import TOO_FEW, WARN, Cell, Kind, diff_kind, health_by_arm, health_cell, mde_text, percent
 
 BASELINE_MARK = " (baseline)"
 UNCOMPARED_MARK = " (own pass@k: no baseline in its context)"
@@ -25,7 +25,7 @@ def _diff_cell(c) -> Cell:
         text += f" [{percent(c['low'])}, {percent(c['high'])}]"
     text += "*" if bool(c["significant"]) else ""
     mde = c.get("mde", math.nan)
-    return Cell(text + ("" if math.isnan(mde) else f" (mde {percent(mde)})"), diff_kind(c))
+    return Cell(text + ("" if math.isnan(mde) else f" (mde {mde_text(mde)})"), diff_kind(c))
 
 
 def _own_cell(r) -> Cell:
@@ -60,7 +60,7 @@ def _row(task, arm, kind, ks, primary_k, passk, comparisons, health) -> dict:
     cmp = comparisons[(comparisons["arm"] == arm) & (comparisons["eval_task"] == task)].set_index("k")
     source = cmp if kind == "cmp" else own
     mark = {"base": BASELINE_MARK, "own": UNCOMPARED_MARK}.get(kind, "")
-    row = {"task": task, "arm": Cell(arm + mark, Kind.BASELINE if mark else Kind.TEXT), "seeds": _seeds(source)}
+    row = {"task": task, "arm": arm + mark, "seeds": _seeds(source)}
     for k in ks:
         if k not in source.index:
             row[_column(k, primary_k)] = Cell("-", Kind.NUMBER)
