@@ -11,6 +11,32 @@ import typer
 
 from benchctl.cli.evaluate import _config, _print, _split
 
+PrimaryKOpt = Annotated[int, typer.Option("--primary-k", help="k of the primary family (Holm); other k: secondary.")]
+BaselineOpt = Annotated[
+    str,
+    typer.Option(
+        "--baseline", help="Arm to compare against (estimator_label, estimator or model); 'none' for no comparisons."
+    ),
+]
+GroupByOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--group-by", help="Comma list of run columns that define an arm (default: estimator_label + varying columns)."
+    ),
+]
+TuningSeedsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tuning-seeds", help="Seeds held apart to choose swept settings, e.g. 0,1 (default: leave-one-out)."
+    ),
+]
+PopulationOpt = Annotated[
+    str,
+    typer.Option(
+        "--population", help="'problems': intervals for seeds and problems like these (default); 'fixed': this set."
+    ),
+]
+
 
 def report_command(
     ctx: typer.Context,
@@ -21,49 +47,24 @@ def report_command(
         ),
     ],
     out: Annotated[str | None, typer.Option("--out", help="Write report.md/.html, parquet tables, plots here.")] = None,
-    baseline: Annotated[
-        str,
-        typer.Option(
-            "--baseline",
-            help="Arm to compare against (estimator_label, estimator or model); 'none' for no comparisons.",
-        ),
-    ] = "grpo",
+    baseline: BaselineOpt = "grpo",
     where: Annotated[
         list[str] | None,
         typer.Option("--where", help="Keep runs with key=value, key=v1,v2 or key!=value (repeatable)."),
     ] = None,
-    group_by: Annotated[
-        str | None,
-        typer.Option(
-            "--group-by",
-            help="Comma list of run columns that define an arm (default: estimator_label + varying columns).",
-        ),
-    ] = None,
+    group_by: GroupByOpt = None,
     tasks: Annotated[str | None, typer.Option("--tasks", help="Evaluated tasks to report (default: all).")] = None,
     k: Annotated[str | None, typer.Option("--k", help="k values to report (default: all), e.g. 1,4,16.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="CI level.")] = 0.95,
     alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate (Holm).")] = 0.05,
-    primary_k: Annotated[
-        int, typer.Option("--primary-k", help="k of the primary family (Holm); other k are secondary.")
-    ] = 1,
-    population: Annotated[
-        str,
-        typer.Option(
-            "--population",
-            help="'problems': intervals for seeds and problems like these (default); 'fixed': this problem set.",
-        ),
-    ] = "problems",
+    primary_k: PrimaryKOpt = 1,
+    population: PopulationOpt = "problems",
     resamples: Annotated[int, typer.Option("--resamples", help="Seed resamples of compute-curve fits.")] = 500,
     rliable_reps: Annotated[int, typer.Option("--rliable-reps", help="rliable stratified-bootstrap reps.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     claims: Annotated[str | None, typer.Option("--claims", help="Claims file (YAML) to test.")] = None,
     select_on: Annotated[str | None, typer.Option("--select-on", help="Validation task for swept settings.")] = None,
-    tuning_seeds: Annotated[
-        str | None,
-        typer.Option(
-            "--tuning-seeds", help="Seeds held apart to choose swept settings, e.g. 0,1 (default: leave-one-out)."
-        ),
-    ] = None,
+    tuning_seeds: TuningSeedsOpt = None,
 ):
     """Who beats the baseline, on which task, at which k, by how much (seed-level paired test, Holm; fewer than 3
     seeds: no claim), at what cost, and whether each run was healthy.  Method: docs/report.md."""
