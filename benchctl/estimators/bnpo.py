@@ -40,10 +40,13 @@ def beta_parameters(p: np.ndarray) -> tuple[float, float]:
 def beta_density(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     """Beta(alpha, beta) density at p (P,), alpha, beta >= 1 (finite on [0, 1])."""
     log_norm = math.lgamma(alpha + beta) - math.lgamma(alpha) - math.lgamma(beta)
-    with np.errstate(divide="ignore"):  # log 0 at p = 0 or 1 -> density 0 (or 1 when the exponent is 0)
-        logs = np.where(alpha == 1.0, 0.0, (alpha - 1.0) * np.log(p))
-        logs = logs + np.where(beta == 1.0, 0.0, (beta - 1.0) * np.log1p(-p))
-    return np.exp(logs + log_norm)
+    logs = np.full(p.shape, log_norm)  # (P,)
+    with np.errstate(divide="ignore"):  # log 0 at p = 0 or 1 -> density 0; an exponent of 0 is skipped
+        if alpha != 1.0:
+            logs += (alpha - 1.0) * np.log(p)
+        if beta != 1.0:
+            logs += (beta - 1.0) * np.log1p(-p)
+    return np.exp(logs)
 
 
 @register_estimator("bnpo", kind="base", params=BnpoParams)

@@ -237,6 +237,91 @@ def ref_token_weights(scores, length, q, beta, floor):
     return [x * length / sum(w) for x in w]
 
 
+def ref_maxrl(r, params, state):
+    out = np.zeros(r.shape)
+    for q, row in enumerate(rows(r)):
+        if pstd(row) >= DELTA and mean(row) > params.eps:
+            for i, x in enumerate(row):
+                out[q, i] = (x - mean(row)) / (mean(row) + params.eps)
+    return out, None
+
+
+def _centred_rows(r):
+    """r - group mean per rollout (0 in degenerate groups), baseline 0 for a group of one (veRL)."""
+    out = []
+    for row in rows(r):
+        if len(row) == 1:
+            out.append(list(row))
+        else:
+            out.append([x - mean(row) if pstd(row) >= DELTA else 0.0 for x in row])
+    return out
+
+
+def ref_reinforce_pp_baseline(r, params, state):
+    flat = [x for row in _centred_rows(r) for x in row]
+    if len(flat) < 2:
+        return np.zeros(r.shape), None
+    m = mean(flat) if r.shape[1] == 1 else 0.0
+    var = sum((x - m) ** 2 for x in flat) / (len(flat) - 1)
+    return np.array([[(x - m) / math.sqrt(var + params.eps) for x in row] for row in _centred_rows(r)]), None
+
+
+def ref_batch_std(r, params, state):
+    flat = [x for row in rows(r) for x in row]
+    sd = std_of(flat, params.std)
+    return np.array([[x / (sd + params.eps) if sd > 0 else 0.0 for x in row] for row in _centred_rows(r)]), None
+
+
+def ref_gpg(r, params, state):
+    b, centred = r.size, _centred_rows(r)
+    if params.alpha == "nonzero":
+        count = sum(x != 0 for row in rows(r) for x in row)
+    elif params.alpha == "valid":
+        count = sum(len(row) for row in centred if any(x != 0 for x in row))
+    else:
+        count = b
+    alpha = b / max(count, 1)
+    return np.array([[alpha * x / params.f_norm for x in row] for row in centred]), None
+
+
+def ref_mean_baseline(r, params, state):
+    return np.array(_centred_rows(r)), None
+
+
+def ref_krpo(r, params, state):
+    out = np.zeros(r.shape)
+    for q, row in enumerate(rows(r)):
+        x, var = params.init_mean, params.init_var
+        for i, z in enumerate(row):
+            prior = var + params.process_var
+            gain = prior / (prior + params.meas_var)
+            x = x + gain * (z - x)
+            var = (1 - gain) * prior
+            out[q, i] = (z - x) / (math.sqrt(var) + params.eps)
+    return out, None
+
+
+def ref_bnpo(r, params, state):
+    ps = [mean(row) for row in rows(r)]
+    alpha = beta = 1.0
+    if len(ps) > 1 and std_of(ps, "sample") > 0:
+        m, v = mean(ps), std_of(ps, "sample") ** 2
+        a, b = (m * (1 - m) / v - 1) * m, (m * (1 - m) / v - 1) * (1 - m)
+        alpha, beta = max(1 + a / 3, 1.0), max(1 + b / 3, 1.0)
+    out = np.zeros(r.shape)
+    for q, row in enumerate(rows(r)):
+        if pstd(row) < DELTA:
+            continue
+        p = ps[q]
+        density = (
+            p ** (alpha - 1) * (1 - p) ** (beta - 1) * math.gamma(alpha + beta) / math.gamma(alpha) / math.gamma(beta)
+        )
+        weight = min(1 / density, params.max_weight) if density > 0 else params.max_weight
+        for i, x in enumerate(row):
+            out[q, i] = weight * (x - p)
+    return out, None
+
+
 REFERENCES = {
     "grpo": ref_grpo,
     "dr_grpo": ref_dr_grpo,
@@ -255,6 +340,14 @@ REFERENCES = {
     "grpo_lead": ref_grpo_lead,
     "oar_g": ref_oar,
     "oar_p": ref_oar,
+    "maxrl": ref_maxrl,
+    "reinforce_pp_baseline": ref_reinforce_pp_baseline,
+    "batch_std": ref_batch_std,
+    "gpg": ref_gpg,
+    "opo": ref_mean_baseline,
+    "optimal_token_baseline": ref_mean_baseline,
+    "krpo": ref_krpo,
+    "bnpo": ref_bnpo,
 }
 
 

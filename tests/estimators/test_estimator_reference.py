@@ -25,6 +25,12 @@ SETTINGS = {
     "grpo_lead": [{"k": 3.0, "x0": 0.5}],
     "oar_g": [{"q": 0.9}],
     "oar_p": [{"q": 0.1}],
+    "maxrl": [{"eps": 0.0}],
+    "reinforce_pp_baseline": [{"eps": 0.0}],
+    "batch_std": [{"std": "population"}, {"eps": 0.0}],
+    "gpg": [{"alpha": "valid"}, {"alpha": "none", "f_norm": 2.0}],
+    "krpo": [{"process_var": 0.1, "meas_var": 0.5, "init_mean": 0.5, "init_var": 2.0}],
+    "bnpo": [{"max_weight": 2.0}],
 }
 OTHER_BASES = ["dr_grpo", "w_reinforce", "avspo"]  # zero-mean, no-baseline (non-zero degenerate rows), stateful
 
