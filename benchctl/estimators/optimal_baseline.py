@@ -33,20 +33,39 @@ def opo_advantages(rewards: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def optimal_token_baseline_advantages(
-    token_rewards: np.ndarray, mask: np.ndarray, old_log_probs: np.ndarray, sum_pi_squared: np.ndarray, eps=1e-8
+    token_rewards: np.ndarray,
+    mask: np.ndarray,
+    old_log_probs: np.ndarray,
+    sum_pi_squared: np.ndarray,
+    handle_zero_tail: bool = True,
+    eps: float = 1e-8,
 ) -> np.ndarray:
-    """Optimal token baseline on (P, G, T) arrays -> advantages (P, G, T), zero on padding.
+    """Optimal token baseline on (P, G, T) arrays -> advantages (P, G, T), zero on padding (veRL 0.9.1 defaults).
 
     G_t = reward-to-go; w_t = 1 - 2 pi_t + sum pi^2; W_t = cumsum_t(w_t * mask);
-    B_t = sum_g G_t W_t M / (sum_g W_t M + eps).
+    B_t = sum_g G_t W_t M / (sum_g W_t M + eps); handle_zero_tail: a group's unique longest rollout gets
+    B_t = 0 past the second-longest length (veRL's option, on by default in 0.9.1).
     """
     m = mask.astype(np.float64)  # (P, G, T)
     returns = np.flip(np.cumsum(np.flip(token_rewards * m, -1), -1), -1)  # (P, G, T) reward-to-go
     w = np.cumsum((1.0 - 2.0 * np.exp(old_log_probs) + sum_pi_squared) * m, -1)  # (P, G, T) W_t
     base = (returns * w * m).sum(axis=1) / ((w * m).sum(axis=1) + eps)  # (P, T)
-    if token_rewards.shape[1] == 1:
-        base = np.zeros_like(base)  # one rollout: no baseline
-    return (returns - base[:, None, :]) * m
+    base = np.repeat(base[:, None, :], m.shape[1], axis=1)  # (P, G, T)
+    if m.shape[1] == 1:
+        base[:] = 0.0  # one rollout: no baseline
+    elif handle_zero_tail:
+        base[_zero_tail(m.sum(axis=-1), m.shape[-1])] = 0.0
+    return (returns - base) * m
+
+
+def _zero_tail(lengths: np.ndarray, t: int) -> np.ndarray:
+    """(P, G, T) bool: tokens of a group's unique longest rollout (lengths (P, G)) past the second-longest length."""
+    ordered = np.sort(lengths, axis=1)  # (P, G)
+    top, second = ordered[:, -1], ordered[:, -2]  # (P,)
+    unique = ((lengths == top[:, None]).sum(axis=1) == 1) & (top > second)  # (P,)
+    longest = np.arange(lengths.shape[1])[None, :] == lengths.argmax(axis=1)[:, None]  # (P, G)
+    past = np.arange(t)[None, :] >= second[:, None]  # (P, T)
+    return unique[:, None, None] & longest[:, :, None] & past[:, None, :]
 
 
 def _mean_baseline(rewards: np.ndarray) -> np.ndarray:
