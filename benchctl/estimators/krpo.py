@@ -2,7 +2,8 @@
 
 Deviations from paper/released code: none in the formula; the filter restarts for every group (as the
 released `group_advantages` does, one fresh `KalmanFilter` per question) and reads the rollouts in their
-order, so the advantages depend on that order.  No cross-step state: the released code keeps none.
+order, so the advantages depend on that order (under veRL, benchctl.integrations.verl lays a group out
+in veRL's arrival order).  No cross-step state: the released code keeps none.
 Degenerate groups are NOT zeroed (an all-correct group starts from init_mean=0.0 and gets a positive
 advantage), as released.
 """

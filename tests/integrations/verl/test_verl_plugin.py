@@ -60,6 +60,19 @@ def expected_tokens(adv_pg, perm, mask):
     return adv_pg.reshape(-1)[torch.as_tensor(perm)].unsqueeze(-1) * mask
 
 
+ORDER_DEPENDENT = {"krpo"}  # reads a group's rollouts in sequence: the plugin's layout is veRL's arrival order
+
+
+def expected_in_arrival_order(est, rewards, perm, uids, mask):
+    """benchctl's advantages of the (P, G) batch as the plugin lays it out (groups by first appearance, rows in
+    arrival order), put back on veRL's rows and broadcast over the response mask; (B, T)."""
+    order, p, g = plugin.group_order(uids, perm.shape[0])
+    laid = rewards.reshape(-1)[perm][order].reshape(p, g)  # (P, G) in arrival order
+    seq = np.empty(perm.shape[0], dtype=laid.dtype)  # (B,)
+    seq[order] = est.advantages(laid).reshape(-1)
+    return torch.from_numpy(seq).unsqueeze(-1) * mask
+
+
 def call(name, token_rewards, mask, uids, config=None):
     fn = core_algos.get_adv_estimator_fn(plugin.PREFIX + name)
     return fn(token_level_rewards=token_rewards, response_mask=mask, index=uids, config=config)
@@ -78,7 +91,10 @@ def test_verl_function_returns_benchctls_advantages_broadcast_over_the_mask_for_
     for step in range(4):  # state (HA-DW anchor, AVSPO tau, ...) carries over between calls
         rewards, perm, token_rewards, mask, uids = verl_batch(rng, groups=5, size=4)
         advantages, returns = call(name, token_rewards, mask, uids)
-        want = expected_tokens(reference.advantages(torch.from_numpy(rewards)), perm, mask)
+        if name in ORDER_DEPENDENT:
+            want = expected_in_arrival_order(reference, rewards, perm, uids, mask)
+        else:
+            want = expected_tokens(reference.advantages(torch.from_numpy(rewards)), perm, mask)
         assert torch.equal(advantages, want), f"{name} step {step}"
         assert torch.equal(returns, want)
     (est,) = plugin.SESSION.estimators.values()
