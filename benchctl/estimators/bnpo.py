@@ -4,7 +4,8 @@ Deviations from paper/released code: as released, (alpha, beta) come from the cu
 of moments over the group means, sample variance) and 1/f is clamped to max_weight.  [our choice] when the
 group means do not vary (one group, as released, or a zero variance, where the released code divides by
 zero) alpha = beta = 1: f = 1 and A = r - p (REINFORCE with the group baseline).  Rewards must lie in
-[0, 1] (the released code's min_value=0, max_value=1); degenerate groups get exactly 0.0.
+[0, 1] (the released code's min_value=0, max_value=1); degenerate groups get exactly 0.0.  Deviation
+from a name: TRL's loss type "bnpo" is a batch token-mean loss normaliser, not this paper's estimator.
 """
 
 from __future__ import annotations
@@ -53,9 +54,9 @@ def beta_density(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
 def bnpo(rewards: np.ndarray, params: BnpoParams, state: None):
     """BNPO: Beta-normalised advantage with (alpha, beta) fitted to the batch's group success rates.
 
-    Reference: arXiv:2506.02864 (BNPO; A_{alpha,beta} = (R - p) / f_N(p; alpha, beta) with the variance-
-    minimising alpha = 1 + a/3, beta = 1 + b/3 for p ~ Beta(a, b); the paper's Eq. numbers are not checked
-    here: no copy of the paper text); code: changyi7231/BNPO recipe/bnpo/src/bnpo_ray_trainer.py
+    Reference: arXiv:2506.02864 (BNPO; A_{alpha,beta} = (R - p) / f_N(p; alpha, beta) with the
+    variance-minimising alpha = 1 + a/3, beta = 1 + b/3 for p ~ Beta(a, b); the paper's Eq. numbers are not
+    checked here: no copy of the paper text); code: changyi7231/BNPO recipe/bnpo/src/bnpo_ray_trainer.py
     `compute_bnpo_outcome_advantage`.
     Formula: A_i = min(1/f(p; alpha, beta), max_weight) * (r_i - p); p = group mean, f = Beta density,
     (a, b) = moment fit of the batch's p, alpha = max(1 + a/3, 1), beta = max(1 + b/3, 1)
