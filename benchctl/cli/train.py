@@ -1,102 +1,67 @@
 """`benchctl train`: parse options, build a `TrainConfig` (defaults < recipe < --config file < flags), call
-`benchctl.trainers.train`. Only options given on the command line count as flags (source `flag`)."""
+`benchctl.trainers.train`. Only options given on the command line count as flags (source `flag`).
+
+Every option is generated from `TrainConfig`'s field metadata (help, default, section), so a setting is described
+once, in `benchctl.trainers.config`, and every setting can be given as a flag (docs/training.md, "Settings")."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
 from typing import Annotated
 
 import typer
 
+from benchctl.trainers.config import TrainConfig
+
 Opt = typer.Option
-# issue 16: precision, bounded memory, rollout correction, the sync check, trackers (docs/gpu.md)
-Dtype = Annotated[
-    str | None, Opt("--dtype", help="Compute dtype: auto (bf16 on CUDA) | float32 | bfloat16; weights stay fp32.")
-]
-MicroBatchTokens = Annotated[
-    int | None, Opt("--micro-batch-tokens", help="Rows x width per forward (bounded memory; default off).")
-]
-LogprobChunkTokens = Annotated[
-    int | None, Opt("--logprob-chunk-tokens", help="Positions per vocabulary block (default 1024).")
-]
-GpuMemoryUtilization = Annotated[
-    float | None, Opt("--gpu-memory-utilization", help="GPU share of the colocated vLLM (default 0.3).")
-]
-RolloutCorrection = Annotated[
-    str | None,
-    Opt("--rollout-correction", help="none | tis | seq-tis | mis | seq-mis | rs | seq-rs | geo-rs | icepop."),
-]
-RolloutCorrectionLow = Annotated[
-    float | None, Opt("--rollout-correction-low", help="Lower ratio bound (default: the mode's).")
-]
-RolloutCorrectionHigh = Annotated[
-    float | None, Opt("--rollout-correction-high", help="Upper ratio bound (default: the mode's).")
-]
-SyncCheck = Annotated[
-    float | None, Opt("--sync-check", help="Max probe log-prob gap after a sync (fp32 1e-3, bf16 0.25; 0 off).")
-]
-ReportTo = Annotated[str | None, Opt("--report-to", help="none | tensorboard,wandb,trackio (a comma list).")]
+NO_FLAG = ("sources",)
+EXTRA = {"config": (str | None, Opt("--config", help="YAML file of these settings; flags override it."))}
 
 
-def train_command(
-    model: Annotated[str | None, Opt("--model", help="tiny (embedded), HF folder, hub id, or run folder.")] = None,
-    task: Annotated[str | None, Opt("--task", help="Training task (default arith), or a JSON Lines task file.")] = None,
-    estimator: Annotated[str | None, Opt("--estimator", help="Advantage estimator (benchctl estimators).")] = None,
-    sets: Annotated[list[str] | None, Opt("--set", help="Estimator key=value (repeatable; base=NAME).")] = None,
-    recipe: Annotated[str | None, Opt("--recipe", help="dapo | dr_grpo | gspo (spec §6).")] = None,
-    config: Annotated[str | None, Opt("--config", help="YAML file of these settings; flags override it.")] = None,
-    group_size: Annotated[int | None, Opt("--group-size", "-G", help="Rollouts per prompt (default 8).")] = None,
-    prompts_per_step: Annotated[int | None, Opt("--prompts-per-step", help="Prompts per step (default 32).")] = None,
-    steps: Annotated[int | None, Opt("--steps", help="Training steps (default 200).")] = None,
-    token_budget: Annotated[int | None, Opt("--token-budget", help="Stop after this many rollout tokens.")] = None,
-    lr: Annotated[float | None, Opt("--lr", help="AdamW learning rate (tiny: 3e-4, else 1e-6).")] = None,
-    loss_agg: Annotated[
-        str | None,
-        Opt(
-            "--loss-agg", help="seq-mean-token-mean | token-mean | seq-mean-token-sum-norm | token-mean-nondegenerate."
-        ),
-    ] = None,
-    clip_low: Annotated[float | None, Opt("--clip-low", help="Lower ratio clip (default 0.2).")] = None,
-    clip_high: Annotated[float | None, Opt("--clip-high", help="Upper ratio clip (default 0.2).")] = None,
-    kl_coef: Annotated[float | None, Opt("--kl-coef", help="k3 KL coefficient to the initial policy.")] = None,
-    epochs: Annotated[int | None, Opt("--epochs", help="Passes over each rollout batch.")] = None,
-    mini_batches: Annotated[int | None, Opt("--mini-batches", help="Optimizer steps per epoch.")] = None,
-    max_tokens: Annotated[int | None, Opt("--max-tokens", help="New tokens per rollout (arith: 8, else 1024).")] = None,
-    temperature: Annotated[float | None, Opt("--temperature", help="Rollout temperature (default 1.0).")] = None,
-    seed: Annotated[int | None, Opt("--seed", help="Seed (data order, sampling, mini-batches).")] = None,
-    eval_every: Annotated[int | None, Opt("--eval-every", help="Held-out eval every N steps (0 = off).")] = None,
-    eval_every_tokens: Annotated[
-        int | None, Opt("--eval-every-tokens", help="Held-out eval every N rollout tokens (compute curves).")
-    ] = None,
-    eval_task: Annotated[str | None, Opt("--eval-task", help="Held-out task (default: the task's own).")] = None,
-    allow_overlap: Annotated[
-        bool | None, Opt("--allow-overlap", help="Run even if the eval task shares questions with training.")
-    ] = None,
-    save_every: Annotated[int | None, Opt("--save-every", help="Checkpoint every N steps (default 10).")] = None,
-    data_dir: Annotated[str | None, Opt("--data-dir", envvar="BENCHCTL_DATA_DIR", help="Local data folder.")] = None,
-    device: Annotated[str | None, Opt("--device", help="auto | cpu | cuda.")] = None,
-    engine: Annotated[str | None, Opt("--engine", help="native (default) | verl: veRL data, config, launch.")] = None,
-    dtype: Dtype = None,
-    micro_batch_tokens: MicroBatchTokens = None,
-    logprob_chunk_tokens: LogprobChunkTokens = None,
-    gpu_memory_utilization: GpuMemoryUtilization = None,
-    rollout_correction: RolloutCorrection = None,
-    rollout_correction_low: RolloutCorrectionLow = None,
-    rollout_correction_high: RolloutCorrectionHigh = None,
-    sync_check: SyncCheck = None,
-    report_to: ReportTo = None,
-    out: Annotated[
-        str | None, Opt("--out", help="Run folder (default results/train/<model>-<est>-G<G>-s<seed>).")
-    ] = None,
-    resume: Annotated[str | None, Opt("--resume", help="Continue RUN from its latest checkpoint.")] = None,
-    progress: Annotated[bool, Opt("--progress/--no-progress", help="Live display on stderr (a terminal only).")] = True,
-):
+def _option(f: dataclasses.Field, kind: typing.Any) -> tuple[typing.Any, typing.Any]:
+    """(annotation, typer.Option) of one setting: its own help plus its default, in its section's help panel."""
+    meta = f.metadata
+    names = meta["flags"] or (f"--{f.name.replace('_', '-')}",)
+    default = "" if f.default in (None, dataclasses.MISSING) else f" (default {f.default})"
+    extra = {"envvar": "BENCHCTL_DATA_DIR"} if f.name == "data_dir" else {}
+    if f.name == "estimator_params":
+        return list[str] | None, Opt(*names, help=f"{meta['help']}; repeatable", rich_help_panel=meta["section"])
+    base = next((a for a in typing.get_args(kind) if a is not type(None)), kind)
+    if base is bool:
+        names = (f"{names[0]}/--no-{names[0][2:]}",)
+    text = f"{meta['help']}{default}"
+    return base | None, Opt(*names, help=text, show_default=False, rich_help_panel=meta["section"], **extra)
+
+
+def _parameter(name: str, annotation: typing.Any, option: typing.Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[annotation, option]
+    )
+
+
+def _signature() -> inspect.Signature:
+    """`train_command`'s keyword options: one per `TrainConfig` field, then `--config`."""
+    hints = typing.get_type_hints(TrainConfig)
+    fields = [f for f in dataclasses.fields(TrainConfig) if f.name not in NO_FLAG]
+    params = [_parameter(f.name, *_option(f, hints[f.name])) for f in fields]
+    return inspect.Signature(params + [_parameter(k, a, o) for k, (a, o) in EXTRA.items()])
+
+
+def train_command(**options: typing.Any) -> None:
     """Train a policy with an advantage estimator on a task: rollouts from vLLM, clipped policy-gradient updates,
     live diagnostics, checkpoints and exact resume. Writes a run folder that `benchctl eval --model RUN` reads."""
-    given = {k: v for k, v in locals().items() if v is not None and k not in ("sets", "config", "progress")}
-    _run(given, sets, config, progress)
+    config, sets = options.pop("config", None), options.pop("estimator_params", None)
+    given = {k: v for k, v in options.items() if v is not None}
+    _run(given, sets, config)
 
 
-def _run(given: dict, sets: list[str] | None, config: str | None, progress: bool) -> None:
+train_command.__signature__ = _signature()  # type: ignore[attr-defined]
+train_command.__annotations__ = {p.name: p.annotation for p in train_command.__signature__.parameters.values()}
+
+
+def _run(given: dict, sets: list[str] | None, config: str | None) -> None:
     """Build the config (defaults < recipe < file < flags) and train natively, or launch it with veRL."""
     from benchctl.trainers import build_config, train
     from benchctl.trainers.config import config_warnings, parse_set, read_config_file
@@ -104,8 +69,6 @@ def _run(given: dict, sets: list[str] | None, config: str | None, progress: bool
 
     if sets:
         given["estimator_params"] = parse_set(sets)
-    if not progress:
-        given["progress"] = False
     cfg = build_config(read_config_file(config) if config else None, given)
     for line in config_warnings(cfg):  # settings that cannot act in this run (also in RUN/config.json)
         typer.echo(f"warning: {line}", err=True)

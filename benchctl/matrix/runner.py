@@ -239,11 +239,15 @@ def run_cell(cell: Cell, results: str, report_to: str | None = None) -> CellOutc
 
 def check_not_stale(cell: Cell, run: Path) -> None:
     """A finished training run must have been made with the cell's settings: the run folder name holds only the
-    varied values, so a changed `train:` setting in the file would otherwise reuse runs made with the old one."""
-    stored = train_run.read_config(run)
+    varied values, so a changed `train:` setting in the file would otherwise reuse runs made with the old one. Only
+    the settings that never change what is computed (change "free" in `TrainConfig`'s metadata: trackers, threads,
+    the sync probe, the display) may differ."""
+    from benchctl.trainers.config import settings
+
+    stored, free = train_run.read_config(run), settings("free")
     for key, want in cell.train_values().items():
         have = stored.get(key, {}).get("value", want)
-        if key not in ("progress", "report_to", "sync_check") and have != want:  # run settings, not the training
+        if key not in free and have != want:
             raise BenchctlError(
                 f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
                 "use another --results folder or remove the run folder"

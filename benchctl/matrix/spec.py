@@ -37,24 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.errors import BenchctlError
+from benchctl.trainers.config import settings
 
 TOP_KEYS = ("models", "task", "estimators", "recipes", "group_sizes", "seeds", "train", "eval")
 ENTRY_KEYS = ("estimator", "recipe", "train")  # reserved in an estimators entry; every other key is a hyperparameter
 EVAL_KEYS = ("tasks", "n", "k", "temperature", "top_p", "max_tokens", "limit", "resamples")
-# Train settings the matrix itself sets per cell (or that make no sense shared): not allowed under `train:`.
-CELL_KEYS = (
-    "model",
-    "task",
-    "estimator",
-    "estimator_params",
-    "recipe",
-    "group_size",
-    "seed",
-    "out",
-    "resume",
-    "progress",
-    "sources",
-)
+# Train settings the matrix itself sets per cell, or that belong to the run rather than the training (owner "cell" or
+# "run" in `benchctl.trainers.config.TrainConfig`'s field metadata): not allowed under `train:`.
+CELL_KEYS = (*settings(owner="cell"), *settings(owner="run"), "sources")
 
 
 def _f(default, help_text: str, **kw):

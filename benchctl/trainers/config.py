@@ -47,107 +47,163 @@ RECIPES: dict[str, dict[str, Any]] = {
     },
 }
 OVERLONG_RATIO = 0.2  # L_cache / L_max of DAPO §4.1 (4096 / 20480): the default buffer as a share of max_tokens
-# Run settings a resumed run may change (more steps, other eval/save cadence); every other key must match.
-RESUMABLE_CHANGES = (
-    "steps",
-    "token_budget",
-    "eval_every",
-    "eval_every_tokens",
-    "eval_task",
-    "eval_n",
-    "eval_k",
-    "eval_limit",
-    "save_every",
-    "resume",
-    "out",
-    "progress",
-    "threads",
-    "report_to",  # trackers: where the metrics go, not what is trained
-    "sync_check",  # the weight-sync probe's threshold: a check, not part of the update
-)
+# Each setting is described once, here: its help, default, section (the `benchctl train --help` panel), whether it
+# may change on resume and whether the matrix sets it per cell. From these come the CLI options (benchctl.cli.train),
+# `RESUMABLE_CHANGES`, the matrix's `CELL_KEYS` and its staleness rule (docs/training.md, "Settings").
+#   change="never":  part of what is trained; a resumed run must keep it and a finished matrix cell with another
+#                    value is stale.
+#   change="resume": a resumed run may change it (more steps, another eval cadence), but it is part of the result,
+#                    so a finished matrix cell with another value is stale.
+#   change="free":   how the run is watched or where it goes, never what it computes: may change at any time.
+#   owner="train":   settable under a matrix `train:`; owner="cell": the matrix sets it per cell; owner="run": the
+#                    run's own mechanics (out, resume, progress), set by neither.
+CHANGES = ("never", "resume", "free")
+OWNERS = ("train", "cell", "run")
 
 
-def _f(default, help_text: str, **kw):
-    return field(default=default, metadata={"help": help_text}, **kw)
+def _f(default, help_text: str, section: str, change: str = "never", owner: str = "train", flags: tuple = ()):
+    meta = {"help": help_text, "section": section, "change": change, "owner": owner, "flags": flags}
+    return field(default=default, metadata=meta)
+
+
+EXP, ROLL, OPT, LOSS, EVAL, RT, OUT = "Experiment", "Rollout", "Optimisation", "Loss", "Evaluation", "Runtime", "Output"
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """One training run. Defaults on `tiny`/`arith` are a short real experiment (a few minutes on 2 CPU cores)."""
 
-    model: str = _f("tiny", "tiny (embedded default), a local HF folder, a hub id, or a run folder to continue from")
-    task: str = _f("arith", "training task name, or a JSON Lines task file in the math schema (id, problem, answer)")
-    data_dir: str | None = _f(None, "local benchmark folder; None -> $BENCHCTL_DATA_DIR / hub")
-    estimator: str = _f("grpo", "advantage estimator (benchctl estimators)")
-    estimator_params: Mapping[str, Any] = _f(None, "estimator hyperparameters (--set key=value; base=NAME)")
-    recipe: str | None = _f(None, f"recipe of spec §6: {', '.join(RECIPES)}")
-    group_size: int = _f(8, "rollouts per prompt (G)")
-    prompts_per_step: int = _f(32, "prompts per step (groups per batch)")
-    steps: int = _f(200, "optimizer steps (one rollout batch each)")
-    token_budget: int | None = _f(None, "stop once this many rollout tokens were generated (equal-compute runs)")
-    lr: float | None = _f(None, "AdamW learning rate; None -> 3e-4 for tiny, 1e-6 otherwise")
-    warmup_steps: int = _f(0, "linear learning-rate warm-up steps, then constant")
-    weight_decay: float = _f(0.0, "AdamW weight decay")
-    max_grad_norm: float = _f(1.0, "gradient clipping by global norm (0 = off)")
-    loss_agg: str | None = _f(None, f"loss aggregation ({', '.join(LOSS_AGGS)}); None -> the estimator's default")
-    ratio: str = _f("token", "importance ratio: token (PPO/GRPO) or sequence (GSPO: exp(mean_t log ratio))")
-    clip_low: float = _f(0.2, "lower clip: ratio >= 1 - clip_low")
-    clip_high: float = _f(0.2, "upper clip: ratio <= 1 + clip_high (DAPO clip-higher: 0.28)")
-    kl_coef: float = _f(0.0, "k3 KL penalty to the frozen initial policy (0 = no reference model)")
-    epochs: int = _f(1, "passes over each rollout batch")
-    mini_batches: int = _f(1, "optimizer steps per epoch (the batch is split into this many mini-batches)")
-    dynamic_sampling: bool = _f(False, "DAPO: drop degenerate groups and sample more prompts until the batch is full")
-    max_sampling_rounds: int = _f(8, "dynamic sampling: most rollout rounds per step before training on fewer groups")
+    model: str = _f(
+        "tiny",
+        "tiny (embedded default), a local HF folder, a hub id, or a run folder to continue from",
+        EXP,
+        owner="cell",
+    )
+    task: str = _f(
+        "arith",
+        "training task name, or a JSON Lines task file in the math schema (id, problem, answer)",
+        EXP,
+        owner="cell",
+    )
+    data_dir: str | None = _f(None, "local benchmark folder; None -> $BENCHCTL_DATA_DIR / hub", EXP)
+    estimator: str = _f("grpo", "advantage estimator (benchctl estimators)", EXP, owner="cell")
+    estimator_params: Mapping[str, Any] = _f(
+        None, "estimator hyperparameters (--set key=value; base=NAME)", EXP, owner="cell", flags=("--set",)
+    )
+    recipe: str | None = _f(None, f"recipe (docs/training.md): {', '.join(RECIPES)}", EXP, owner="cell")
+    group_size: int = _f(8, "rollouts per prompt (G)", ROLL, owner="cell", flags=("--group-size", "-G"))
+    prompts_per_step: int = _f(32, "prompts per step (groups per batch)", ROLL)
+    steps: int = _f(200, "optimizer steps (one rollout batch each)", OPT, change="resume")
+    token_budget: int | None = _f(
+        None, "stop once this many rollout tokens were generated (equal-compute runs)", OPT, change="resume"
+    )
+    lr: float | None = _f(None, "AdamW learning rate; None -> 3e-4 for tiny, 1e-6 otherwise", OPT)
+    warmup_steps: int = _f(0, "linear learning-rate warm-up steps, then constant", OPT)
+    weight_decay: float = _f(0.0, "AdamW weight decay", OPT)
+    max_grad_norm: float = _f(1.0, "gradient clipping by global norm (0 = off)", OPT)
+    loss_agg: str | None = _f(None, f"loss aggregation ({', '.join(LOSS_AGGS)}); None -> the estimator's default", LOSS)
+    ratio: str = _f("token", "importance ratio: token (PPO/GRPO) or sequence (GSPO: exp(mean_t log ratio))", LOSS)
+    clip_low: float = _f(0.2, "lower clip: ratio >= 1 - clip_low", LOSS)
+    clip_high: float = _f(0.2, "upper clip: ratio <= 1 + clip_high (DAPO clip-higher: 0.28)", LOSS)
+    kl_coef: float = _f(0.0, "k3 KL penalty to the frozen initial policy (0 = no reference model)", LOSS)
+    epochs: int = _f(1, "passes over each rollout batch", OPT)
+    mini_batches: int = _f(1, "optimizer steps per epoch (the batch is split into this many mini-batches)", OPT)
+    dynamic_sampling: bool = _f(
+        False, "DAPO: drop degenerate groups and sample more prompts until the batch is full", ROLL
+    )
+    max_sampling_rounds: int = _f(
+        8, "dynamic sampling: most rollout rounds per step before training on fewer groups", ROLL
+    )
     overlong_shaping: bool = _f(
-        False, "DAPO overlong reward shaping (Eq. 13): reward + a length penalty near max_tokens"
+        False, "DAPO overlong reward shaping (Eq. 13): reward + a length penalty near max_tokens", ROLL
     )
-    overlong_buffer: int | None = _f(None, "L_cache: the penalty's ramp in tokens before max_tokens; None -> 0.2 x it")
-    overlong_penalty: float = _f(1.0, "penalty at max_tokens (DAPO: 1.0); the reward gets -penalty x ramp position")
-    max_tokens: int | None = _f(None, "new tokens per rollout; None -> 8 for arith, 16 for arith_steps, else 1024")
-    temperature: float = _f(1.0, "rollout temperature (> 0); the policy's log-probs use the same temperature")
-    top_p: float = _f(1.0, "rollout nucleus top-p; must be 1 (the policy's log-probs are of the untruncated policy)")
-    seed: int = _f(0, "seed: data order, per-prompt sampling seeds (seed, step, problem), mini-batch order")
-    eval_every: int = _f(0, "held-out evaluation every N steps and at the end (0 = off)")
+    overlong_buffer: int | None = _f(
+        None, "L_cache: the penalty's ramp in tokens before max_tokens; None -> 0.2 x it", ROLL
+    )
+    overlong_penalty: float = _f(
+        1.0, "penalty at max_tokens (DAPO: 1.0); the reward gets -penalty x ramp position", ROLL
+    )
+    max_tokens: int | None = _f(
+        None, "new tokens per rollout; None -> 8 for arith, 16 for arith_steps, else 1024", ROLL
+    )
+    temperature: float = _f(1.0, "rollout temperature (> 0); the policy's log-probs use the same temperature", ROLL)
+    top_p: float = _f(
+        1.0, "rollout nucleus top-p; must be 1 (the policy's log-probs are of the untruncated policy)", ROLL
+    )
+    seed: int = _f(
+        0, "seed: data order, per-prompt sampling seeds (seed, step, problem), mini-batch order", EXP, owner="cell"
+    )
+    eval_every: int = _f(0, "held-out evaluation every N steps and at the end (0 = off)", EVAL, change="resume")
     eval_every_tokens: int = _f(
-        0, "held-out evaluation each time the rollout tokens pass a multiple of N, at step 0 and at the end (0 = off)"
+        0,
+        "held-out evaluation each time the rollout tokens pass a multiple of N, at step 0 and at the end (0 = off)",
+        EVAL,
+        change="resume",
     )
-    eval_task: str | None = _f(None, "held-out task; None -> the training task's held-out task (arith: its test split)")
-    eval_n: int = _f(8, "held-out samples per problem")
-    eval_k: str = _f("1,8", "held-out k values (pass@k), each <= eval_n")
-    eval_limit: int | None = _f(200, "held-out problems (first N); None = all")
-    eval_temperature: float = _f(0.6, "held-out sampling temperature")
-    allow_overlap: bool = _f(False, "run even when the evaluation task shares questions with the training task")
-    save_every: int = _f(10, "checkpoint every N steps (and at the end, and on Ctrl-C); 0 = only at the end")
-    skip_zero_advantage: bool = _f(True, "skip forward/backward of rows whose token advantages are all 0 (exact)")
-    device: str = _f("auto", "policy device: auto (cuda when present), cpu, cuda")
-    engine: str = _f("native", "native (benchctl's trainer) or verl (veRL data, config, launch; runs if able)")
-    threads: int | None = _f(None, "torch threads for the policy's forward/backward; None -> all cores")
-    gpu_memory_utilization: float = _f(0.3, "GPU memory fraction for the colocated vLLM engine (GPU only)")
+    eval_task: str | None = _f(
+        None, "held-out task; None -> the training task's held-out task (arith: its test split)", EVAL, change="resume"
+    )
+    eval_n: int = _f(8, "held-out samples per problem", EVAL, change="resume")
+    eval_k: str = _f("1,8", "held-out k values (pass@k), each <= eval_n", EVAL, change="resume")
+    eval_limit: int | None = _f(200, "held-out problems (first N); None = all", EVAL, change="resume")
+    eval_temperature: float = _f(0.6, "held-out sampling temperature", EVAL)
+    allow_overlap: bool = _f(False, "run even when the evaluation task shares questions with the training task", EVAL)
+    save_every: int = _f(
+        10, "checkpoint every N steps (and at the end, and on Ctrl-C); 0 = only at the end", OUT, change="resume"
+    )
+    skip_zero_advantage: bool = _f(True, "skip forward/backward of rows whose token advantages are all 0 (exact)", OPT)
+    device: str = _f("auto", "policy device: auto (cuda when present), cpu, cuda", RT)
+    engine: str = _f("native", "native (benchctl's trainer) or verl (veRL data, config, launch; runs if able)", RT)
+    threads: int | None = _f(None, "torch threads for the policy's forward/backward; None -> all cores", RT, "free")
+    gpu_memory_utilization: float = _f(0.3, "GPU memory fraction for the colocated vLLM engine (GPU only)", RT)
     dtype: str = _f(
         "auto",
         "policy compute dtype: auto (bfloat16 on CUDA, else float32), float32, bfloat16 (fp32 weights, autocast)",
+        RT,
     )
     micro_batch_tokens: int | None = _f(
-        None, "rows x padded width per forward/backward (token-budget micro-batches, chunked log-probs); None = off"
+        None, "rows x padded width per forward/backward (token-budget micro-batches, chunked log-probs); None = off", RT
     )
-    logprob_chunk_tokens: int = _f(1024, "with micro_batch_tokens: positions per (chunk x vocabulary) logits block")
+    logprob_chunk_tokens: int = _f(1024, "with micro_batch_tokens: positions per (chunk x vocabulary) logits block", RT)
     rollout_correction: str = _f(
-        "none", "engine/trainer mismatch correction: none, tis, seq-tis, mis, seq-mis, rs, seq-rs, geo-rs, icepop"
+        "none", "engine/trainer mismatch correction: none, tis, seq-tis, mis, seq-mis, rs, seq-rs, geo-rs, icepop", LOSS
     )
-    rollout_correction_low: float | None = _f(None, "rollout correction's lower ratio bound; None -> the mode's")
-    rollout_correction_high: float | None = _f(None, "rollout correction's upper ratio bound; None -> the mode's")
+    rollout_correction_low: float | None = _f(None, "rollout correction's lower ratio bound; None -> the mode's", LOSS)
+    rollout_correction_high: float | None = _f(None, "rollout correction's upper ratio bound; None -> the mode's", LOSS)
     sync_check: float | None = _f(
-        None, "max probe log-prob gap (nats) after each weight sync; None -> 1e-3 (fp32), 0.25 (bf16); 0 = off"
+        None,
+        "max probe log-prob gap (nats) after each weight sync; None -> 1e-3 (fp32), 0.25 (bf16); 0 = off",
+        RT,
+        "free",
     )
-    report_to: str = _f("none", "experiment trackers: none, or a comma list of tensorboard, wandb, trackio")
-    out: str | None = _f(None, "run folder; None -> results/train/<model>-<estimator>-G<G>-s<seed>")
-    resume: str | None = _f(None, "continue the run in this folder from its latest checkpoint")
-    progress: bool = _f(True, "live display on stderr")
+    report_to: str = _f(
+        "none", "experiment trackers: none, or a comma list of tensorboard, wandb, trackio", OUT, "free"
+    )
+    out: str | None = _f(
+        None, "run folder; None -> results/train/<model>-<estimator>-G<G>-s<seed>", OUT, "free", owner="run"
+    )
+    resume: str | None = _f(
+        None, "continue the run in this folder from its latest checkpoint", OUT, "free", owner="run"
+    )
+    progress: bool = _f(True, "live display on stderr", OUT, "free", owner="run")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> default|recipe|file|flag"})
 
     def __post_init__(self) -> None:
         if self.estimator_params is None:
             object.__setattr__(self, "estimator_params", {})
+
+
+def settings(change: str | None = None, owner: str | None = None) -> tuple[str, ...]:
+    """Names of the settings whose metadata has this `change` and `owner` (None: any), in declaration order."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if f.name != "sources" and change in (None, f.metadata["change"]) and owner in (None, f.metadata["owner"])
+    )
+
+
+# What a resumed run may change (more steps, other eval/save cadence, trackers); every other key must match.
+RESUMABLE_CHANGES = settings("resume") + settings("free")
 
 
 def resolved_max_tokens(cfg: TrainConfig) -> int:

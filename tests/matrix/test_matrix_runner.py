@@ -163,3 +163,11 @@ def test_an_unknown_tracker_fails_before_any_cell(tmp_path, fake):
     with pytest.raises(BenchctlError, match="--report-to 'mlflow' is not valid"):
         run_matrix(parse_matrix(SPEC), tmp_path, report_to="mlflow")
     assert work.trained == []
+
+
+def test_a_setting_a_resume_may_freely_change_leaves_a_finished_cell_fresh(tmp_path, fake):
+    fake()
+    run_matrix(parse_matrix({**SPEC, "train": {"steps": 2, "threads": 1}}), tmp_path)
+    work = fake()
+    outcome = run_matrix(parse_matrix({**SPEC, "train": {"steps": 2, "threads": 2}}), tmp_path)
+    assert {o.status for o in outcome.outcomes} == {"skipped"} and work.trained == []

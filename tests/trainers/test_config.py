@@ -211,3 +211,27 @@ def test_a_logprob_chunk_without_micro_batches_and_bounds_without_a_correction_a
         }
     )
     assert inert_settings(acting) == [] and config_warnings(acting) == []
+
+
+def test_every_setting_is_a_train_flag_whose_help_is_the_fields_help():
+    import dataclasses
+
+    import typer
+
+    from benchctl.trainers.config import TrainConfig
+
+    command = typer.main.get_command(app).commands["train"]
+    helps = {p.name: (p.opts, p.help) for p in command.params}
+    for f in dataclasses.fields(TrainConfig):
+        if f.name != "sources":
+            opts, text = helps[f.name]
+            assert (f.metadata["flags"] or (f"--{f.name.replace('_', '-')}",))[0] in opts, f.name
+            assert text.startswith(f.metadata["help"]), f.name
+
+
+def test_what_a_resume_may_change_is_read_from_the_field_metadata_and_threads_is_one_of_them(tmp_path):
+    from benchctl.trainers.config import RESUMABLE_CHANGES, settings
+
+    assert set(RESUMABLE_CHANGES) == set(settings("resume")) | set(settings("free"))
+    run = _fake_run(tmp_path, threads=1)
+    assert build_config(flag_values={"resume": str(run), "threads": 2}).threads == 2
