@@ -129,3 +129,24 @@ def test_bnpo_moment_fit_and_weights_follow_the_released_formula():
     )
     adv = get_estimator("bnpo").advantages(rewards)
     np.testing.assert_allclose(adv, (rewards - p[:, None]) / density[:, None], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "name,settings,message",
+    [
+        ("maxrl", {"eps": -1.0}, r"valid: \[0.0, 1.0\]"),
+        ("batch_std", {"std": "mad"}, "choose one of: sample, population"),
+        ("gpg", {"alpha": "all"}, "choose one of: nonzero, valid, none"),
+        ("gpg", {"f_norm": 0.0}, r"valid: \(0.0, inf\]"),
+        ("krpo", {"meas_var": 0.0}, r"valid: \(0.0, inf\]"),
+        ("bnpo", {"max_weight": 0.0}, r"valid: \(0.0, inf\]"),
+    ],
+)
+def test_bad_hyperparameter_values_of_the_new_estimators_name_the_valid_range(name, settings, message):
+    with pytest.raises(BenchctlError, match=message):
+        get_estimator(name, **settings)
+
+
+def test_bnpo_rejects_rewards_outside_the_unit_interval():
+    with pytest.raises(BenchctlError, match=r"bnpo needs .*group 1"):
+        get_estimator("bnpo").advantages(np.array([[0.0, 1.0], [2.0, 0.0]]))
