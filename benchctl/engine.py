@@ -463,6 +463,20 @@ class Engine:
         llm.reset_prefix_cache()
 
 
+def trainer_engine(model: str, device: str, gpu_memory_utilization: float) -> Engine:
+    """The trainer's engine for `model`, the one factory the trainer and the matrix's final evaluation share: the
+    same arguments reuse one process-wide LLM (across matrix cells, and from a cell's training to its evaluation).
+    Seed 0 [our choice]: requests carry their own seeds, so runs with any seed share one instance; log-probs of the
+    sampling distribution (temperature applied), as the policy computes them (docs/training.md, "Engine")."""
+    return Engine(
+        model,
+        seed=0,
+        logprobs_mode="processed_logprobs",
+        sleep_mode=device == "cuda",
+        gpu_memory_utilization=gpu_memory_utilization,
+    )
+
+
 def _on_cpu() -> bool:
     from vllm.platforms import current_platform
 

@@ -41,14 +41,14 @@ def print_cells(spec: MatrixSpec, results: str | Path) -> None:
             c.name,
             c.estimator,
             ", ".join(f"{k}={v}" for k, v in c.params),
-            ", ".join(f"{k}={v}" for k, v in c.settings),
+            ", ".join(f"{k}={v}" for k, v in c.swept),
             c.recipe or "",
             str(c.group_size),
             str(c.seed),
         )
     _console().print(table)
     if spec.cells:
-        e, train = spec.cells[0].eval, dict(spec.cells[0].train)
+        e, train = spec.cells[0].eval, dict(spec.cells[0].train_settings)
         _console().print(
             f"train: {train or 'trainer defaults'}; eval: {', '.join(e.tasks)} n={e.n} "
             f"k={','.join(map(str, e.ks))}" + (f" limit={e.limit}" if e.limit else "")

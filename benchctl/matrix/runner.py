@@ -284,16 +284,16 @@ def train_cell(cell: Cell, run: Path, report_to: str | None = None):
     return train(cfg)
 
 
-def trainer_engine(stored: dict[str, dict]):
-    """The vLLM engine the trainer used for this run (same construction arguments as
-    `benchctl.trainers.session.open_session`, so the process-wide LLM is reused and vLLM does not start again)."""
+def run_engine(stored: dict[str, dict]):
+    """The engine the trainer used for this run (`benchctl.engine.trainer_engine` with the run's arguments, so the
+    process-wide LLM is reused and vLLM does not start again)."""
+    from benchctl.engine import trainer_engine
     from benchctl.quiet import native_output_silenced
     from benchctl.trainers.policy import resolve_device
-    from benchctl.trainers.session import trainer_engine as build
 
     value = {k: entry.get("value") for k, entry in stored.items()}
     with native_output_silenced():  # reusing the LLM reloads the weights from disk: vLLM's loading bars
-        return build(value["model_resolved"], resolve_device(value["device"]), value["gpu_memory_utilization"])
+        return trainer_engine(value["model_resolved"], resolve_device(value["device"]), value["gpu_memory_utilization"])
 
 
 def load_run_weights(engine, model_dir: Path) -> None:
@@ -315,7 +315,7 @@ def evaluate_cell(cell: Cell, run: Path):
 
     stored = train_run.read_config(run)
     value = {k: entry.get("value") for k, entry in stored.items()}
-    engine = trainer_engine(stored)
+    engine = run_engine(stored)
     load_run_weights(engine, run / "model")
     e = cell.eval
     config = EvalConfig(

@@ -79,9 +79,11 @@ class Cell:
     recipe: str | None = _f(None, "trainer recipe (dapo, dr_grpo, gspo) or None")
     group_size: int = _f(8, "rollouts per prompt (G)")
     seed: int = _f(0, "training seed (also the final evaluation's sampling seed)")
-    train: tuple[tuple[str, Any], ...] = _f((), "train settings (matrix and entry `train:`, this point), sorted")
+    train_settings: tuple[tuple[str, Any], ...] = _f(
+        (), "every train setting of the cell (matrix and entry `train:`, this point of the axes), sorted by name"
+    )
     eval: EvalSettings = _f(EvalSettings(), "final evaluation settings")
-    settings: tuple[tuple[str, Any], ...] = _f((), "this cell's point of the train-setting axes, sorted by name")
+    swept: tuple[tuple[str, Any], ...] = _f((), "the train settings swept by an axis, at this cell's point, sorted")
 
     @property
     def arm(self) -> str:
@@ -92,7 +94,7 @@ class Cell:
 
     def train_values(self) -> dict[str, Any]:
         """Flag values for `benchctl.trainers.build_config` (the run folder `out` is the runner's business)."""
-        values = dict(self.train)
+        values = dict(self.train_settings)
         values.update(
             model=self.model,
             task=self.task,
@@ -310,7 +312,7 @@ def _slug(text: str) -> str:
 def cell_name(cell: Cell) -> str:
     """`<model>-<label>[-<param>=<value>...][-<recipe>]-G<G>-s<seed>` (sanitised to [A-Za-z0-9_.=+-])."""
     model = cell.model if cell.model == "tiny" else Path(cell.model.rstrip("/")).name
-    parts = [model, cell.label, *(f"{k}={_text(v)}" for k, v in (*cell.params, *cell.settings))]
+    parts = [model, cell.label, *(f"{k}={_text(v)}" for k, v in (*cell.params, *cell.swept))]
     if cell.recipe is not None and cell.recipe != cell.label:
         parts.append(cell.recipe)
     parts += [f"G{cell.group_size}", f"s{cell.seed}"]
@@ -320,6 +322,7 @@ def cell_name(cell: Cell) -> str:
 def cell_hash(cell: Cell) -> str:
     """8 hex digits of the cell's identity (model, task, entry, grid point, settings, recipe, G, seed, train)."""
     ident = dataclasses.asdict(dataclasses.replace(cell, name=""))
+    ident["train"], ident["settings"] = ident.pop("train_settings"), ident.pop("swept")  # the names it was hashed by
     return hashlib.blake2b(json.dumps(ident, sort_keys=True, default=str).encode(), digest_size=4).hexdigest()
 
 

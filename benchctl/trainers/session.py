@@ -164,6 +164,7 @@ def open_session(cfg: TrainConfig) -> Session:
     """Load data, model, engine; create the run folder, or restore it from its latest checkpoint."""
     import torch
 
+    from benchctl.engine import trainer_engine
     from benchctl.results.runs import resolve_model
     from benchctl.trainers.policy import default_threads, load_policy, param_stride, resolve_device, resolve_dtype
     from benchctl.trainers.sync import build_probe, check_sync
@@ -227,21 +228,6 @@ def _tracker_config(cfg: TrainConfig) -> dict:
     values = {name: getattr(cfg, name) for name in field_names()}
     values["estimator_params"] = dict(cfg.estimator_params)
     return values
-
-
-def trainer_engine(model: str, device: str, gpu_memory_utilization: float):
-    """The trainer's vLLM engine for `model` (process-wide: the same arguments reuse one LLM, e.g. across matrix
-    cells). Seed 0 [our choice]: requests carry their own seeds, so runs with any seed share one instance;
-    log-probs of the sampling distribution (temperature applied), as the policy computes them."""
-    from benchctl.engine import Engine
-
-    return Engine(
-        model,
-        seed=0,
-        logprobs_mode="processed_logprobs",
-        sleep_mode=device == "cuda",
-        gpu_memory_utilization=gpu_memory_utilization,
-    )
 
 
 def restore(s: Session, path: Path) -> None:

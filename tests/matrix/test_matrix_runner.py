@@ -153,7 +153,8 @@ def test_report_to_reaches_each_cells_train_config_and_a_resume_may_change_it(tm
     runner.train_cell(cell, run, report_to="none")  # continued: report_to is a resumable run setting
     assert (seen[-1].report_to, seen[-1].resume) == ("none", str(run))
     shutil.rmtree(run)
-    in_file = replace(cell, train=tuple(sorted({**dict(cell.train), "report_to": "tensorboard"}.items())))
+    settings = {**dict(cell.train_settings), "report_to": "tensorboard"}
+    in_file = replace(cell, train_settings=tuple(sorted(settings.items())))
     runner.train_cell(in_file, run)  # the file's `train: {report_to: ...}` and no flag
     assert seen[-1].report_to == "tensorboard"
 

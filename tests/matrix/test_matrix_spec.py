@@ -55,7 +55,7 @@ def test_issue_example_expands_to_every_grid_point_times_g_times_seed(tmp_path):
         2,
     )
     assert cell.arm == "a_grae(alpha=1.0,base=dr_grpo)"
-    assert dict(cell.train) == {"steps": 20}
+    assert dict(cell.train_settings) == {"steps": 20}
     assert (cell.eval.tasks, cell.eval.ks, cell.eval.n) == (("arith",), (1, 4, 16), 16)
 
 
@@ -135,7 +135,7 @@ def test_bad_matrix_file_is_one_line_naming_valid_keys_exit_2(tmp_path, text, me
 
 def test_yaml_float_written_as_5e_4_is_read_as_a_number():
     spec = parse_matrix({"estimators": {"grpo": {}}, "train": {"lr": "5e-4"}})
-    assert dict(spec.cells[0].train)["lr"] == 5e-4
+    assert dict(spec.cells[0].train_settings)["lr"] == 5e-4
 
 
 def test_dry_run_lists_cells_and_runs_nothing(tmp_path):
@@ -205,12 +205,12 @@ train: {steps: 20, lr: [3e-4, 1e-3]}
     grpo = [c for c in spec.cells if c.label == "grpo"]
     avspo = [c for c in spec.cells if c.label == "avspo"]
     # the matrix's lr axis for grpo; avspo's own axis replaces it (not crossed with it)
-    assert sorted({dict(c.train)["lr"] for c in grpo}) == [3e-4, 1e-3]
-    assert sorted({dict(c.train)["lr"] for c in avspo}) == [1e-4, 3e-4]
+    assert sorted({dict(c.train_settings)["lr"] for c in grpo}) == [3e-4, 1e-3]
+    assert sorted({dict(c.train_settings)["lr"] for c in avspo}) == [1e-4, 3e-4]
     assert len(grpo) == len(avspo) == 4
-    assert all(dict(c.train)["warmup_steps"] == 2 and dict(c.train)["steps"] == 20 for c in avspo)
+    assert all(dict(c.train_settings)["warmup_steps"] == 2 and dict(c.train_settings)["steps"] == 20 for c in avspo)
     assert "tiny-avspo-lr=0.0001-G4-s2" in {c.name for c in avspo}
-    assert all(c.settings == (("lr", dict(c.train)["lr"]),) for c in spec.cells)
+    assert all(c.swept == (("lr", dict(c.train_settings)["lr"]),) for c in spec.cells)
     # the arm is the estimator entry, not the setting: a sweep's runs share it
     assert {c.arm for c in avspo} == {"avspo"}
     assert {c.train_values()["lr"] for c in avspo} == {1e-4, 3e-4}
