@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchctl.errors import BenchctlError
+from benchctl.matrix.outcome import CellOutcome
 
 
 def _outcome_of_failure(cell, exc: BaseException):
-    from benchctl.matrix.runner import CellOutcome
-
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
     return CellOutcome(cell.name, "failed", f"ray task failed: {first}")
 

@@ -32,39 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.errors import BenchctlError
+from benchctl.matrix.outcome import CellOutcome, MatrixOutcome
 from benchctl.matrix.spec import Cell, MatrixSpec
 from benchctl.results import train_run
 from benchctl.results.index import INDEX_FILE, index_row, read_index, write_index
 
 RUNS_DIR = "runs"
-
-
-@dataclass(frozen=True)
-class CellOutcome:
-    """What one cell's work returned: done, failed (with reason) or interrupted (Ctrl-C)."""
-
-    name: str
-    status: str  # done | failed | interrupted
-    reason: str | None = None
-    seconds: float = 0.0
-    trained_steps: int | None = None
-    pass_at: tuple[tuple[str, int, float], ...] = ()  # (eval task, k, pass@k) of the final evaluation
-
-
-@dataclass(frozen=True)
-class MatrixOutcome:
-    """What `run_matrix` did: every cell's outcome this time (finished cells as `skipped`), and the index path."""
-
-    index: Path
-    outcomes: tuple[CellOutcome, ...]
-
-    @property
-    def failed(self) -> list[CellOutcome]:
-        return [o for o in self.outcomes if o.status == "failed"]
-
-    @property
-    def interrupted(self) -> bool:
-        return any(o.status == "interrupted" for o in self.outcomes)
 
 
 # ---- where things are ---------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ Written atomically (whole file), so a killed matrix leaves the previous index or
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchctl.errors import BenchctlError
-from benchctl.results.runinfo import RunRef, config_columns, read_run_config
+from benchctl.results.store import RUN_KIND as EVAL_KIND
 from benchctl.results.store import write_table
 from benchctl.results.train_run import TRAIN_KIND
 
@@ -28,6 +29,31 @@ INDEX_FILE = "index.parquet"
 INDEX_COLUMNS = ("run", "model", "task", "estimator", "estimator_label", "recipe", "group_size", "seed")
 STATUSES = ("pending", "running", "done", "failed")
 _TYPES = {"group_size": pa.int64(), "seed": pa.int64()}
+BASE_COLUMNS = ("model", "task", "estimator", "estimator_label", "recipe", "group_size", "seed")
+
+
+def _scalar(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def config_columns(values: Mapping[str, Any], kind: str = TRAIN_KIND) -> dict[str, Any]:
+    """Flat configuration columns of a run: `BASE_COLUMNS` first, every other scalar key, then `est.<param>`
+    for each estimator hyperparameter.  Eval runs: model is the folder's model name, seed the sampling seed."""
+    cols: dict[str, Any] = {name: None for name in BASE_COLUMNS}
+    if kind == EVAL_KIND:
+        model = values.get("model_resolved") or values.get("model")
+        cols["model"] = Path(str(model)).name if model else None
+        tasks = values.get("tasks") or ([values["task"]] if values.get("task") else [])
+        cols["task"] = ",".join(tasks) if tasks else None
+    for key, value in values.items():
+        if key == "estimator_params" or (kind == EVAL_KIND and key in ("model", "task", "tasks")):
+            continue
+        cols[key] = _scalar(value)
+    params = values.get("estimator_params") or {}
+    cols.update({f"est.{k}": _scalar(v) for k, v in sorted(params.items())})
+    return cols
 
 
 def index_row(
@@ -84,21 +110,3 @@ def read_index(results_dir: Path) -> pa.Table:
         return pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise BenchctlError(f"{path} is missing or unreadable ({type(exc).__name__})") from None
-
-
-def read_index_runs(results_dir: Path) -> list[RunRef]:
-    """The index's rows as RunRefs (run path resolved against the results folder); columns: the run's config.json
-    (when readable) updated with the index row, so a failed run without a config.json is still listed."""
-    out = []
-    for row in read_index(results_dir).to_pylist():
-        path = Path(row.pop("run"))
-        path = path if path.is_absolute() else Path(results_dir) / path
-        status = row.pop("status") or "done"
-        row.pop("reason", None)
-        try:
-            cfg = read_run_config(path)
-            kind, columns = cfg.kind, {**config_columns(cfg.values, cfg.kind), **row}
-        except BenchctlError:
-            kind, columns = TRAIN_KIND, row
-        out.append(RunRef(path, kind, columns, status))
-    return out

@@ -3,7 +3,8 @@
 Two kinds of run folder carry a `config.json` with a `kind` marker and a `config` record
 `{key: {"value": v, "source": s}}`: `benchctl-eval-run` (`benchctl eval` / `grade`, `benchctl.results.store`)
 and `benchctl-train-run` (`benchctl train`, a matrix cell; `benchctl.results.train_run`).  A results folder of
-a matrix lists its runs in `index.parquet` (`benchctl.results.index`).  Imports only other storage modules.
+a matrix lists its runs in `index.parquet` (`benchctl.results.index`).  Imports only other storage modules
+(store, train_run, index), none of which imports this one.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from benchctl.errors import BenchctlError
+from benchctl.results.index import config_columns, read_index
 from benchctl.results.store import RUN_KIND as EVAL_KIND
 from benchctl.results.store import write_json
 from benchctl.results.train_run import TRAIN_KIND
 
 KINDS = (EVAL_KIND, TRAIN_KIND)
 # Configuration columns every run gets in the report / index (None where a kind has no such value).
-BASE_COLUMNS = ("model", "task", "estimator", "estimator_label", "recipe", "group_size", "seed")
 
 
 @dataclass(frozen=True)
@@ -66,30 +67,6 @@ def read_run_config(folder: Path) -> RunConfig:
     return RunConfig(folder, data["kind"], values, sources, extra)
 
 
-def _scalar(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def config_columns(values: Mapping[str, Any], kind: str = TRAIN_KIND) -> dict[str, Any]:
-    """Flat configuration columns of a run: `BASE_COLUMNS` first, every other scalar key, then `est.<param>`
-    for each estimator hyperparameter.  Eval runs: model is the folder's model name, seed the sampling seed."""
-    cols: dict[str, Any] = {name: None for name in BASE_COLUMNS}
-    if kind == EVAL_KIND:
-        model = values.get("model_resolved") or values.get("model")
-        cols["model"] = Path(str(model)).name if model else None
-        tasks = values.get("tasks") or ([values["task"]] if values.get("task") else [])
-        cols["task"] = ",".join(tasks) if tasks else None
-    for key, value in values.items():
-        if key == "estimator_params" or (kind == EVAL_KIND and key in ("model", "task", "tasks")):
-            continue
-        cols[key] = _scalar(value)
-    params = values.get("estimator_params") or {}
-    cols.update({f"est.{k}": _scalar(v) for k, v in sorted(params.items())})
-    return cols
-
-
 @dataclass(frozen=True)
 class RunRef:
     """One run found under the report's inputs: its folder, kind, flat configuration, status in the index."""
@@ -122,8 +99,6 @@ def _walk_runs(root: Path) -> list[Path]:
 def find_runs(paths: Iterable[Path | str]) -> list[RunRef]:
     """Runs named by `paths`: a run folder (train or eval), a results folder with index.parquet (its rows, any
     status), or any folder holding run folders below it.  Order: as given, then folder order; no duplicates."""
-    from benchctl.results.index import read_index_runs
-
     refs: dict[Path, RunRef] = {}
     for raw in paths:
         path = Path(raw)
@@ -155,3 +130,21 @@ def read_eval_problems(eval_folder: Path, task: str):
     if not path.is_file():
         raise BenchctlError(f"{path}: missing; tasks in {eval_folder}: {', '.join(eval_tasks(eval_folder)) or 'none'}")
     return pq.read_table(path)
+
+
+def read_index_runs(results_dir: Path) -> list[RunRef]:
+    """The index's rows as RunRefs (run path resolved against the results folder); columns: the run's config.json
+    (when readable) updated with the index row, so a failed run without a config.json is still listed."""
+    out = []
+    for row in read_index(results_dir).to_pylist():
+        path = Path(row.pop("run"))
+        path = path if path.is_absolute() else Path(results_dir) / path
+        status = row.pop("status") or "done"
+        row.pop("reason", None)
+        try:
+            cfg = read_run_config(path)
+            kind, columns = cfg.kind, {**config_columns(cfg.values, cfg.kind), **row}
+        except BenchctlError:
+            kind, columns = TRAIN_KIND, row
+        out.append(RunRef(path, kind, columns, status))
+    return out

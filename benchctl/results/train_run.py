@@ -299,15 +299,30 @@ def write_config(run: Path, record: Mapping[str, Mapping]) -> None:
 
 
 def read_config(run: Path) -> dict[str, dict]:
-    """{key: {"value", "source"}} of a training run (`runinfo.read_run_config`, restricted to training runs)."""
-    from benchctl.results.runinfo import read_run_config  # runinfo imports this module
+    """{key: {"value", "source"}} of a training run's RUN/config.json (a bare value reads as source "?")."""
+    import json
 
-    if not (Path(run) / "config.json").is_file():
+    from benchctl.results.store import RUN_KIND as EVAL_KIND
+
+    path = Path(run) / "config.json"
+    if not path.is_file():
         raise BenchctlError(f"{run} is not a training run folder (no config.json)")
-    config = read_run_config(Path(run))
-    if config.kind != TRAIN_KIND:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = None
+    if not isinstance(data, dict) or data.get("kind") not in (EVAL_KIND, TRAIN_KIND):
+        raise BenchctlError(
+            f"{Path(run)} is not a benchctl run folder (no config.json with kind {EVAL_KIND} or {TRAIN_KIND})"
+        )
+    if data["kind"] != TRAIN_KIND:
         raise BenchctlError(f"{run} is not a benchctl training run (config.json kind is not {TRAIN_KIND})")
-    return {k: {"value": v, "source": config.sources[k]} for k, v in config.values.items()}
+    return {
+        k: {"value": v.get("value"), "source": v.get("source", "?")}
+        if isinstance(v, dict)
+        else {"value": v, "source": "?"}
+        for k, v in (data.get("config") or {}).items()
+    }
 
 
 def checkpoint_scratch(run: Path, step: int) -> Path:
