@@ -262,7 +262,7 @@ def run_engine(stored: dict[str, dict]):
     process-wide LLM is reused and vLLM does not start again)."""
     from benchctl.engine import trainer_engine
     from benchctl.quiet import native_output_silenced
-    from benchctl.trainers.policy import resolve_device
+    from benchctl.trainers.device import resolve_device
 
     value = {k: entry.get("value") for k, entry in stored.items()}
     with native_output_silenced():  # reusing the LLM reloads the weights from disk: vLLM's loading bars

@@ -20,7 +20,7 @@ LOSS_AGGS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm", "to
 RATIO_LEVELS = ("token", "sequence")
 DEVICES = ("auto", "cpu", "cuda")
 ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch
-DTYPES = ("auto", "float32", "bfloat16")  # the policy's compute dtype (`policy.resolve_dtype`)
+DTYPES = ("auto", "float32", "bfloat16")  # the policy's compute dtype (`device.resolve_dtype`)
 
 # Spec §6: what each recipe sets, with its source in the paper (docs/training.md, "Recipes"). A later source (file,
 # flag) still overrides a recipe value. `mini_batches` is the paper's number of optimizer steps per rollout batch,

@@ -11,7 +11,7 @@
     loss       clipped surrogate (token ratio, or GSPO's sequence ratio) + optional k3 KL, aggregated (spec §6);
                forward in `--dtype` over fp32 weights, in token-budget micro-batches with `--micro-batch-tokens`,
                advantages weighted by `--rollout-correction` (engine/trainer mismatch) when on
-    update     epochs x mini-batches of AdamW with gradient clipping, on every core (`policy.threads`)
+    update     epochs x mini-batches of AdamW with gradient clipping, on every core (`device.threads`)
     sync       engine.load_weights(policy weights), then verified on a probe sequence (`sync.check_sync`)
     log        metrics row, rollouts part, live display; checkpoint and held-out eval on their cadence
 
@@ -35,30 +35,19 @@ import torch
 from benchctl.estimators._common import group_stats
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
+from benchctl.trainers.batch import length_buckets, pack, sampled_logprobs, token_budget_split
 from benchctl.trainers.config import TrainConfig, eval_due, evaluates, resolved_overlong_buffer
+from benchctl.trainers.device import compute_context, deterministic, threads
 from benchctl.trainers.heldout import evaluate
 from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss
-from benchctl.trainers.policy import (
-    chunked_sequence_logprobs,
-    compute_context,
-    deterministic,
-    engine_state_dict,
-    length_buckets,
-    pack,
-    param_change,
-    param_snapshot,
-    sampled_logprobs,
-    sequence_logprobs,
-    threads,
-    token_budget_split,
-    token_logprobs,
-)
+from benchctl.trainers.policy import chunked_sequence_logprobs, sequence_logprobs, token_logprobs
 from benchctl.trainers.rollout_correction import correction_weights, mismatch_metrics
 from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
-from benchctl.trainers.scores import SCORERS, answer_masks
+from benchctl.trainers.scores import SCORERS, Scoring, answer_masks
 from benchctl.trainers.session import Session, draw, export_final_model, open_session, save_checkpoint
 from benchctl.trainers.shaping import overlong_penalty
 from benchctl.trainers.sync import check_sync
+from benchctl.trainers.weights import engine_state_dict, param_change, param_snapshot
 
 
 @dataclass(frozen=True)
@@ -112,7 +101,7 @@ def train_step(s: Session, step: int) -> dict[str, float]:
     engine_lp = sampled_logprobs(samples, batch)
     # ---- loss + update ------------------------------------------------------------------------------------
     s.engine.sleep()
-    with threads(s.threads), deterministic(s.device == "cpu"):  # same seed, same bits (policy.deterministic)
+    with threads(s.threads), deterministic(s.device == "cpu"):  # same seed, same bits (device.deterministic)
         diagnostics = measure(s, batch, engine_lp, times)
         update_metrics = update(s, step, batch, token_adv, nondegenerate, engine_lp, times)
     # ---- sync ---------------------------------------------------------------------------------------------
@@ -224,18 +213,9 @@ def importance_scores(s: Session, batch, samples) -> tuple[np.ndarray | None, np
     reasoning, answer = answer_masks(
         s.task, [x.text for x in samples], [x.token_ids for x in samples], s.engine.tokenizer, width
     )
-    cfg = s.cfg
+    how = Scoring(s.cfg.temperature, s.pad_id, s.cfg.micro_batch_tokens, s.cfg.logprob_chunk_tokens)
     with threads(s.threads), compute_context(s.compute_dtype, s.device):
-        scores = SCORERS[kind](
-            s.model,
-            batch,
-            answer,
-            reasoning,
-            cfg.temperature,
-            s.pad_id,
-            cfg.micro_batch_tokens,
-            cfg.logprob_chunk_tokens,
-        )
+        scores = SCORERS[kind](s.model, batch, answer, reasoning, how)
     return scores.float().cpu().numpy(), reasoning.numpy()
 
 
@@ -320,7 +300,8 @@ def update(
         for _ in range(cfg.epochs):
             order = torch.randperm(n, generator=generator) if splits > 1 else torch.arange(n)
             for mb in torch.tensor_split(order.to(token_adv.device), splits):
-                _minibatch_step(s, batch, mb, active[mb], token_adv, nondegenerate, old, ref, sums)
+                for key, value in _minibatch_step(s, batch, mb, active[mb], token_adv, nondegenerate, old, ref).items():
+                    sums[key] = sums.get(key, 0.0) + value
         s.scheduler.step()
         out["update/param_change"] = float(param_change(s.model, before, s.param_stride))
     out.update({k: v / (cfg.epochs * splits) for k, v in sums.items()})
@@ -330,10 +311,11 @@ def update(
     return out
 
 
-def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref, sums: dict) -> None:
+def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, old, ref) -> dict[str, float]:
     """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in pieces (`_pieces`:
     length buckets, or token-budget micro-batches), each trimmed of its padding columns, the forward and loss in
-    the compute dtype; the pieces' losses (sums over rows) accumulate one gradient."""
+    the compute dtype; the pieces' losses (sums over rows) accumulate one gradient. Returns the step's loss
+    metrics and `policy/grad_norm`."""
     cfg = s.cfg
     weights = aggregation_weights(batch.mask[mb], s.agg, nondegenerate[mb], s.max_tokens)[mb_active]  # ALL rows
     rows = mb[mb_active]
@@ -360,12 +342,11 @@ def _minibatch_step(s: Session, batch, mb, mb_active, token_adv, nondegenerate, 
             )
         loss.backward()
         parts.append((m, float(sub.mask.sum())))
-    for key, value in combine_metrics(parts).items():
-        sums[key] = sums.get(key, 0.0) + value
+    metrics = dict(combine_metrics(parts))
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
-    norm = torch.nn.utils.clip_grad_norm_(s.model.parameters(), max_norm)
-    sums["policy/grad_norm"] = sums.get("policy/grad_norm", 0.0) + float(norm)
+    metrics["policy/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(s.model.parameters(), max_norm))
     s.optimizer.step()
+    return metrics
 
 
 def _after_step(s: Session, step: int, row: dict) -> None:

@@ -15,17 +15,17 @@ span: all its tokens keep weight 1 (logged as `oar/no_span_frac`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
+from benchctl.trainers.batch import Batch, token_budget_split
 from benchctl.trainers.policy import (
-    Batch,
     chunked_logprobs_entropy,
     completion_hidden,
     completion_logits,
     gather_logprobs,
     lm_head_weight,
-    token_budget_split,
     token_logprobs,
 )
 
@@ -88,21 +88,23 @@ def _phi(logp: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
     return (logp * a).sum(dim=1) / a.sum(dim=1).clamp(min=1.0)
 
 
-def gradient_scores(
-    model,
-    batch: Batch,
-    answer: torch.Tensor,
-    reasoning: torch.Tensor,
-    temperature: float,
-    pad_id: int,
-    micro_batch_tokens: int | None = None,
-    chunk_tokens: int = 1024,
-) -> torch.Tensor:
-    """|<dphi/de_t, e_t>| on reasoning tokens (N, T), 0 elsewhere (oar_g); `pad_id` unused (one signature).
+@dataclass(frozen=True)
+class Scoring:
+    """How the OAR scorers forward the policy (the same settings as its update)."""
+
+    temperature: float = 1.0  # the policy's log-probs at the rollout temperature
+    pad_id: int = 0  # the token a perturbation puts in place of the scored one (oar_p)
+    micro_batch_tokens: int | None = None  # rows x width per forward; None = one forward
+    chunk_tokens: int = 1024  # with micro_batch_tokens: positions per (chunk x vocabulary) logits block
+
+
+def gradient_scores(model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, how: Scoring) -> torch.Tensor:
+    """|<dphi/de_t, e_t>| on reasoning tokens (N, T), 0 elsewhere (oar_g).
 
     Each row's phi depends on its own embeddings only, so rows can be scored apart: with `micro_batch_tokens`,
     one backward per `token_budget_split` micro-batch (trimmed of its padding columns), the log-probs through
     `chunked_logprobs_entropy` in blocks of `chunk_tokens` positions; the scores equal the one-batch ones."""
+    temperature, micro_batch_tokens, chunk_tokens = how.temperature, how.micro_batch_tokens, how.chunk_tokens
     if micro_batch_tokens is None:
         return _gradient_scores(model, batch, answer, reasoning, temperature, None)
     out = torch.zeros(reasoning.shape, dtype=torch.float32)  # (N, T)
@@ -130,21 +132,14 @@ def _gradient_scores(model, batch: Batch, answer, reasoning, temperature: float,
 
 
 def perturbation_scores(
-    model,
-    batch: Batch,
-    answer: torch.Tensor,
-    reasoning: torch.Tensor,
-    temperature: float,
-    pad_id: int,
-    micro_batch_tokens: int | None = None,
-    chunk_tokens: int = 1024,
-    chunk: int = 256,
+    model, batch: Batch, answer: torch.Tensor, reasoning: torch.Tensor, how: Scoring, chunk: int = 256
 ) -> torch.Tensor:
     """max(phi - phi(token t -> pad), 0) on reasoning tokens (N, T), batched over all perturbations (oar_p);
-    `chunk` perturbed rows per forward, with `micro_batch_tokens` at most that many tokens' worth of rows
-    (and the log-probs in blocks of `chunk_tokens` positions)."""
+    `chunk` perturbed rows per forward, with `how.micro_batch_tokens` at most that many tokens' worth of rows
+    (and the log-probs in blocks of `how.chunk_tokens` positions)."""
+    temperature, pad_id, micro_batch_tokens = how.temperature, how.pad_id, how.micro_batch_tokens
     answer = answer.to(batch.tokens.device)
-    blocks = chunk_tokens if micro_batch_tokens else None
+    blocks = how.chunk_tokens if micro_batch_tokens else None
     if micro_batch_tokens:
         chunk = max(1, micro_batch_tokens // batch.input_ids.shape[1])
     with torch.no_grad():

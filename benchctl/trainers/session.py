@@ -66,10 +66,10 @@ class Session:
     state: TrainState
     display: Any = field(default_factory=NullDisplay)
     stop_requested: bool = False
-    compute_dtype: Any = None  # torch dtype of the policy's forward (`policy.compute_context`); weights stay fp32
+    compute_dtype: Any = None  # torch dtype of the policy's forward (`device.compute_context`); weights stay fp32
     correction: Any = None  # rollout_correction.RolloutCorrection
     probe: Any = None  # sync.Probe: the weight-sync check's fixed sequence and threshold
-    param_stride: int = 1  # `policy.param_snapshot` stride of update/param_change
+    param_stride: int = 1  # `weights.param_snapshot` stride of update/param_change
     trackers: Trackers = field(default_factory=lambda: Trackers([]))  # --report-to (a null object when none)
 
 
@@ -166,9 +166,10 @@ def open_session(cfg: TrainConfig) -> Session:
 
     from benchctl.engine import trainer_engine
     from benchctl.results.runs import resolve_model
-    from benchctl.trainers.policy import default_threads, load_policy, param_stride, resolve_device, resolve_dtype
+    from benchctl.trainers.device import default_threads, resolve_device, resolve_dtype
     from benchctl.trainers.sync import build_probe, check_sync
     from benchctl.trainers.trackers import open_trackers
+    from benchctl.trainers.weights import load_policy, param_stride
 
     estimator = build_estimator(cfg)
     eval_name = eval_task_name(cfg)
@@ -232,7 +233,7 @@ def _tracker_config(cfg: TrainConfig) -> dict:
 
 def restore(s: Session, path: Path) -> None:
     """Optimizer, scheduler, RNG, estimator and TrainState from checkpoint `path`; the engine gets the weights."""
-    from benchctl.trainers.policy import engine_state_dict
+    from benchctl.trainers.weights import engine_state_dict
 
     stored = checkpoint.load(path, optimizer=s.optimizer, scheduler=s.scheduler, estimator=s.estimator)
     s.state = TrainState(**stored)

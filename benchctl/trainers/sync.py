@@ -62,7 +62,9 @@ def build_probe(engine, task, problem, compute_dtype: torch.dtype, threshold: fl
 
 def policy_probe_logprobs(model, probe: Probe, pad_id: int, device: str, compute_dtype: torch.dtype) -> torch.Tensor:
     """The policy's log-probs of probe tokens 1..L-1 (L-1,), temperature 1, in the compute dtype, no gradient."""
-    from benchctl.trainers.policy import completion_logits, compute_context, gather_logprobs, pack
+    from benchctl.trainers.batch import pack
+    from benchctl.trainers.device import compute_context
+    from benchctl.trainers.policy import completion_logits, gather_logprobs
 
     ids = list(probe.token_ids)
     batch = pack([ids[:1]], [ids[1:]], pad_id, device)
@@ -74,7 +76,7 @@ def policy_probe_logprobs(model, probe: Probe, pad_id: int, device: str, compute
 def check_sync(s, step: int) -> float:
     """The largest |engine - policy| log-prob on the probe after a sync (`sync/probe_gap`); BenchctlError when it
     exceeds the probe's threshold. `s`: the trainer's Session (engine, model, probe, pad_id, device, dtypes)."""
-    from benchctl.trainers.policy import threads
+    from benchctl.trainers.device import threads
 
     probe = s.probe
     if not probe.threshold:

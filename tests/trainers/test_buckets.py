@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from benchctl.trainers import loop
-from benchctl.trainers.policy import completion_logits, gather_logprobs, length_buckets, pack, sequence_logprobs
+from benchctl.trainers.batch import length_buckets, pack
+from benchctl.trainers.policy import completion_logits, gather_logprobs, sequence_logprobs
 
 
 def _random_batch(seed: int, rows: int, max_prompt: int = 7, max_completion: int = 12, group: int = 1):
@@ -56,7 +57,7 @@ def test_a_large_overhead_keeps_one_bucket_and_no_overhead_separates_lengths():
 
 
 def test_trimmed_rows_have_the_log_probs_of_the_full_batch(tiny_model):
-    from benchctl.trainers.policy import load_policy
+    from benchctl.trainers.weights import load_policy
 
     model = load_policy(str(tiny_model), "cpu").eval()
     batch = _random_batch(3, rows=10)
@@ -77,7 +78,7 @@ def test_a_shared_prompt_forward_gives_the_per_row_log_probs_and_gradient(tiny_m
     the same terms in another order and 11 of 821,760 gradient elements differed by up to 7.9e-5 on an AMD EPYC.
     transformers computes the rotary cos/sin in float32 even for a float64 model, so agreement is bounded by float32
     rounding of those (measured 7e-8 of the largest gradient): the tolerance is 1e-6 of it."""
-    from benchctl.trainers.policy import load_policy
+    from benchctl.trainers.weights import load_policy
 
     batch = _random_batch(7, rows=12, group=4)
     assert batch.prompt_index.tolist() == [0] * 4 + [1] * 4 + [2] * 4
@@ -96,7 +97,7 @@ def test_a_shared_prompt_forward_gives_the_per_row_log_probs_and_gradient(tiny_m
 
 @pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm"])
 def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tiny_model, monkeypatch, agg):
-    from benchctl.trainers.policy import load_policy
+    from benchctl.trainers.weights import load_policy
 
     batch = _random_batch(5, rows=12, group=3)
     adv = torch.linspace(-1.0, 1.0, 12)[:, None].expand_as(batch.mask).contiguous()
@@ -115,9 +116,8 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
         cfg.micro_batch_tokens = None
         s = SimpleNamespace(cfg=cfg, model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0), agg=agg)
         s.max_tokens, s.compute_dtype, s.device = 12, torch.float32, "cpu"
-        sums: dict = {}
         rows, active = torch.arange(12), torch.ones(12, dtype=torch.bool)
-        loop._minibatch_step(s, batch, rows, active, adv, nondeg, old, None, sums)
+        sums = loop._minibatch_step(s, batch, rows, active, adv, nondeg, old, None)
         results.append((sums, torch.cat([p.grad.flatten() for p in model.parameters()])))
     (one, grad_one), (split, grad_split) = results
     assert set(one) == set(split)
@@ -129,8 +129,8 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
 
 
 def test_entropy_and_gap_measurement_is_the_same_in_buckets_or_one_forward(tiny_model, monkeypatch):
-    from benchctl.trainers.policy import load_policy
     from benchctl.trainers.runtime import PhaseTimer
+    from benchctl.trainers.weights import load_policy
 
     batch = _random_batch(6, rows=12, group=3)
     engine_lp = torch.randn(batch.mask.shape) * 0.1 - 2.0

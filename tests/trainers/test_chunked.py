@@ -6,18 +6,16 @@ import numpy as np
 import pytest
 import torch
 
+from benchctl.trainers.batch import length_buckets, pack, token_budget_split
 from benchctl.trainers.losses import aggregation_weights, policy_loss, token_entropy
 from benchctl.trainers.policy import (
     chunked_logprobs_entropy,
     completion_hidden,
     completion_logits,
     gather_logprobs,
-    length_buckets,
     lm_head_weight,
-    load_policy,
-    pack,
-    token_budget_split,
 )
+from benchctl.trainers.weights import load_policy
 
 
 def _random_batch(seed: int, rows: int, group: int = 1, max_prompt: int = 7, max_completion: int = 12):
@@ -161,7 +159,7 @@ def test_micro_batch_losses_add_up_to_the_mini_batch_loss_and_gradient(tiny_mode
 def test_chunked_path_under_bf16_autocast_recomputes_in_bf16_and_stays_near_fp32(tiny_model):
     """The checkpointed chunks recompute under the forward's autocast state: the backward runs and the values
     stay within bf16 rounding of the fp32 path."""
-    from benchctl.trainers.policy import compute_context
+    from benchctl.trainers.device import compute_context
 
     model = load_policy(str(tiny_model), "cpu")
     batch = _random_batch(6, rows=8, group=4)

@@ -127,7 +127,7 @@ def test_an_exported_model_keeps_fp32_master_weights_and_declares_the_source_dty
     from safetensors.torch import load_file
 
     from benchctl.trainers.checkpoint import export_model
-    from benchctl.trainers.policy import load_policy
+    from benchctl.trainers.weights import load_policy
 
     source = tmp_path / "bf16-source"
     shutil.copytree(tiny_model, source)

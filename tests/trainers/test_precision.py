@@ -6,16 +6,10 @@ import pytest
 import torch
 
 from benchctl.errors import BenchctlError
-from benchctl.trainers.policy import (
-    completion_logits,
-    compute_context,
-    gather_logprobs,
-    load_policy,
-    pack,
-    param_change,
-    param_snapshot,
-    resolve_dtype,
-)
+from benchctl.trainers.batch import pack
+from benchctl.trainers.device import compute_context, resolve_dtype
+from benchctl.trainers.policy import completion_logits, gather_logprobs
+from benchctl.trainers.weights import load_policy, param_change, param_snapshot
 
 
 def _adamw_steps(weight_dtype: torch.dtype, steps: int = 50, lr: float = 1e-6) -> torch.nn.Linear:

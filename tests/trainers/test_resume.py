@@ -140,7 +140,7 @@ def test_ctrl_c_writes_a_checkpoint_and_the_run_resumes_identically(uninterrupte
 
 def test_two_runs_with_one_seed_are_bit_identical(tmp_path):
     """The premise of every test above, at a batch (32 prompts x G=4) where the shared prompt forward's gather
-    backward used to make two runs drift apart by float rounding from step 2-3 on (`policy.deterministic`)."""
+    backward used to make two runs drift apart by float rounding from step 2-3 on (`device.deterministic`)."""
     source, first, second = _source_digest(), tmp_path / "a", tmp_path / "b"
     for run in (first, second):
         assert _finish(_benchctl("--out", str(run), common=SAME_SEED_ARGS)) == 0

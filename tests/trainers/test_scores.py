@@ -6,8 +6,9 @@ import torch
 
 from benchctl.estimators import get_estimator
 from benchctl.tasks import get_task
-from benchctl.trainers.policy import load_policy, pack
-from benchctl.trainers.scores import SCORERS, answer_masks
+from benchctl.trainers.batch import pack
+from benchctl.trainers.scores import SCORERS, Scoring, answer_masks
+from benchctl.trainers.weights import load_policy
 
 TEXTS = ["7+5 is 12, so \\boxed{12}", "no answer here"]
 
@@ -35,7 +36,7 @@ def test_answer_span_is_the_last_boxed_answer_and_reasoning_is_before_it(setup):
 @pytest.mark.parametrize("kind", sorted(SCORERS))
 def test_scores_are_nonnegative_and_only_on_reasoning_tokens(setup, kind):
     model, tok, batch, reasoning, answer = setup
-    scores = SCORERS[kind](model, batch, answer, reasoning, 1.0, tok.pad_token_id)
+    scores = SCORERS[kind](model, batch, answer, reasoning, Scoring(1.0, tok.pad_token_id))
     assert scores.shape == reasoning.shape
     assert (scores >= 0).all() and (scores[~reasoning] == 0).all()
     assert scores[reasoning].sum() > 0
@@ -44,9 +45,9 @@ def test_scores_are_nonnegative_and_only_on_reasoning_tokens(setup, kind):
 @pytest.mark.parametrize("kind", sorted(SCORERS))
 def test_scores_in_micro_batches_and_vocabulary_chunks_equal_the_one_batch_scores(setup, kind):
     model, tok, batch, reasoning, answer = setup
-    whole = SCORERS[kind](model, batch, answer, reasoning, 1.0, tok.pad_token_id)
+    whole = SCORERS[kind](model, batch, answer, reasoning, Scoring(1.0, tok.pad_token_id))
     # a budget of 1 token: every row is a micro-batch of its own; log-probs in blocks of 4 positions
-    split = SCORERS[kind](model, batch, answer, reasoning, 1.0, tok.pad_token_id, 1, 4)
+    split = SCORERS[kind](model, batch, answer, reasoning, Scoring(1.0, tok.pad_token_id, 1, 4))
     assert whole[reasoning].sum() > 0
     # perturbation scores are differences of two mean log-probs of a few nats: fp32 rounding ~1e-6 of them
     torch.testing.assert_close(split, whole, atol=1e-5, rtol=1e-4)
@@ -54,7 +55,7 @@ def test_scores_in_micro_batches_and_vocabulary_chunks_equal_the_one_batch_score
 
 def test_oar_token_advantages_preserve_mass_over_the_reasoning_span(setup):
     model, tok, batch, reasoning, answer = setup
-    scores = SCORERS["gradient"](model, batch, answer, reasoning, 1.0, tok.pad_token_id)
+    scores = SCORERS["gradient"](model, batch, answer, reasoning, Scoring(1.0, tok.pad_token_id))
     est = get_estimator("oar_g")
     adv = est.token_advantages(torch.tensor([1.0, -1.0], dtype=torch.float64), scores.double(), reasoning)
     n = int(reasoning[0].sum())

@@ -85,8 +85,9 @@ def test_every_estimator_family_trains_end_to_end(estimator, tiny_model, tmp_pat
 
 def test_engine_serves_the_policy_weights_after_a_sync(tiny_model, tmp_path):
     from benchctl.engine import SamplingConfig
+    from benchctl.trainers.batch import pack
     from benchctl.trainers.loop import train_step
-    from benchctl.trainers.policy import completion_logits, gather_logprobs, pack
+    from benchctl.trainers.policy import completion_logits, gather_logprobs
     from benchctl.trainers.session import open_session
 
     s = open_session(build_config(flag_values={**SMALL, "lr": 5e-3, "out": str(tmp_path / "run")}))
@@ -113,8 +114,9 @@ def test_engine_serves_the_policy_weights_after_a_sync(tiny_model, tmp_path):
 
 
 def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_model):
+    from benchctl.trainers.batch import pack
     from benchctl.trainers.loop import _minibatch_step
-    from benchctl.trainers.policy import load_policy, pack
+    from benchctl.trainers.weights import load_policy
 
     rng = np.random.default_rng(0)
     prompts = [list(rng.integers(5, 40, size=rng.integers(3, 7))) for _ in range(6)]
@@ -134,8 +136,7 @@ def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_mo
         s.compute_dtype, s.device = torch.float32, "cpu"
         rows = torch.arange(6)
         active = (adv != 0).any(1) if skip else torch.ones(6, dtype=torch.bool)
-        sums: dict = {}
-        _minibatch_step(s, batch, rows, active, adv, nondeg, None, None, sums)
+        sums = _minibatch_step(s, batch, rows, active, adv, nondeg, None, None)
         losses.append(sums["loss/total"])
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert losses[0] == pytest.approx(losses[1], abs=1e-7)
