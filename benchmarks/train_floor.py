@@ -3,7 +3,7 @@
 Floor of one step = bare `vllm.LLM.generate` of the same rollouts + one forward and one backward over the same
 tokens. The trainer runs in this process through its library API (`train(build_config(flag_values=...))`); after
 each of its steps a display hook runs one floor step for the prompts of the *next* trainer step: the same
-problems (the trainer's seeded data order, `session.draw`), the same per-prompt seeds (`prompt_seed(seed,
+problems (the trainer's seeded data order, `build.draw`), the same per-prompt seeds (`prompt_seed(seed,
 "step/position/id")`), the same `SamplingParams` (n=G, T=1.0, top-p 1.0, max tokens, sampled-token logprobs),
 on the trainer's own `LLM` object, whose weights are then exactly those the trainer samples the next step with,
 so the floor generates the very rollouts the trainer will (the token counts are compared and printed). The
@@ -45,7 +45,7 @@ class Floor:
 
     def __init__(self, w: Workload, model: str, steps: int, engine, seed: int = 0) -> None:
         from benchctl.trainers.policy import default_threads, load_policy
-        from benchctl.trainers.session import train_task
+        from benchctl.trainers.build import train_task
 
         self.w, self.steps, self.engine, self.seed = w, steps, engine, seed
         self.task = train_task("arith")
@@ -74,7 +74,7 @@ class Floor:
 
         from benchctl.engine import prompt_seed
         from benchctl.trainers.policy import completion_logits, gather_logprobs, pack, threads
-        from benchctl.trainers.session import draw
+        from benchctl.trainers.build import draw
 
         w = self.w
         positions = range((step - 1) * w.prompts, step * w.prompts)  # no dynamic sampling: P prompts per step

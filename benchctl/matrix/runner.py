@@ -36,6 +36,7 @@ from benchctl.matrix.outcome import CellOutcome, MatrixOutcome
 from benchctl.matrix.spec import Cell, MatrixSpec
 from benchctl.results import train_run
 from benchctl.results.index import INDEX_FILE, index_row, read_index, write_index
+from benchctl.trainers import run_folder as train_folder
 
 RUNS_DIR = "runs"
 
@@ -168,12 +169,12 @@ def run_matrix(
 
 
 def check_cells(cells: Sequence[Cell]) -> None:
-    """The trainer's refusals, for every cell before any starts (`benchctl.trainers.session.preflight`): a
+    """The trainer's refusals, for every cell before any starts (`benchctl.trainers.build.preflight`): a
     token-level estimator (OAR) on a task without reasoning span; an evaluation task (the cell's final `eval:` tasks,
     and its own held-out task when `train:` sets eval_every) sharing questions with the training task, unless
     `train: {allow_overlap: true}`."""
     from benchctl.trainers import build_config
-    from benchctl.trainers.session import preflight
+    from benchctl.trainers.build import preflight
 
     for cell in cells:
         preflight(build_config(flag_values=cell.train_values()), cell.eval.tasks, cell.eval.limit)
@@ -188,7 +189,7 @@ def run_cell(cell: Cell, results: str, report_to: str | None = None) -> CellOutc
     run = run_folder(Path(results), cell)
     try:
         steps = None
-        if (run / "model" / "config.json").is_file():
+        if train_folder.finished(run):
             check_not_stale(cell, run)
         else:
             result = train_cell(cell, run, report_to=report_to)
@@ -247,10 +248,10 @@ def train_cell(cell: Cell, run: Path, report_to: str | None = None):
         from benchctl.integrations.verl_launch import launch
 
         return launch(build_config(flag_values={**cell.train_values(), "out": str(run)}))
-    if run.exists() and not (run / "config.json").is_file():
+    if run.exists() and not train_folder.started(run):
         shutil.rmtree(run)  # killed before the trainer wrote its config, or only a failure log: start afresh
     values = cell.train_values() | ({} if report_to is None else {"report_to": report_to})  # the flag wins
-    if (run / "config.json").is_file():
+    if train_folder.started(run):  # resumed from its latest checkpoint (train_folder)
         cfg = build_config(flag_values={**values, "resume": str(run)})
     else:
         cfg = build_config(flag_values={**values, "out": str(run)})

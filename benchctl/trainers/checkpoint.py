@@ -2,7 +2,8 @@
 
 step-N/model/       the policy as an HF folder (config, safetensors, tokenizer files), loadable by vLLM
 step-N/trainer.pt   optimizer, scheduler and RNG states (torch, numpy, python)
-step-N/state.json   TrainState (step, data position, counters, every metrics row so far), estimator state
+step-N/state.json   TrainState (step, data position, token and sample counters), estimator state; the metrics
+                    rows are stored once, in RUN/train_metrics.parquet (`benchctl.trainers.run_folder`)
 """
 
 from __future__ import annotations

@@ -3,35 +3,32 @@ trainer's own engine through the `benchctl eval` code path (`RUN/eval/step-NNNNN
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from benchctl.results import train_run
-from benchctl.trainers.config import parse_eval_ks
-
-if TYPE_CHECKING:
-    from benchctl.trainers.session import Session
+from benchctl.trainers.config import TrainConfig, parse_eval_ks
 
 
-def evaluate(s: Session, step: int) -> dict[str, float]:
-    """Held-out pass@k of the current policy through the `benchctl eval` code path, on the training engine."""
+def evaluate(cfg: TrainConfig, engine, run: Path, eval_task: str, max_tokens: int, step: int) -> dict[str, float]:
+    """Held-out pass@k of the current policy on `eval_task` through the `benchctl eval` code path, sampled by the
+    training engine (which holds the policy's weights) into RUN/eval/step-NNNNNN/; returns its `eval/*` metrics."""
     from benchctl.evaluation import EvalConfig, run_eval
 
-    cfg = s.cfg
     config = EvalConfig(
-        model=str(s.run),
-        tasks=(s.eval_task,),
+        model=str(run),
+        tasks=(eval_task,),
         ks=parse_eval_ks(cfg.eval_k),
         n=cfg.eval_n,
         temperature=cfg.eval_temperature,
         top_p=1.0,
-        max_tokens=s.max_tokens,
+        max_tokens=max_tokens,
         seed=cfg.seed,
         limit=cfg.eval_limit,
         data_dir=cfg.data_dir,
-        out=str(train_run.eval_dir(s.run, step)),
+        out=str(train_run.eval_dir(run, step)),
         progress=False,
     )
-    result = run_eval(config, engine=s.engine)
+    result = run_eval(config, engine=engine)
     summary = result.tasks[0].summary.to_pydict()
     out = {f"eval/pass@{k}": v for k, v in zip(summary["k"], summary["pass_at_k"])}
     out.update({f"eval/pass@{k}_low": v for k, v in zip(summary["k"], summary["pass_at_k_low"])})

@@ -23,22 +23,30 @@ class PhaseTimer(dict):
             self[name] = self.get(name, 0.0) + time.perf_counter() - start
 
 
+class Stop:
+    """Set by the first Ctrl-C (`stop_on_sigint`): the loop finishes its step, checkpoints and returns."""
+
+    requested: bool = False
+
+
 @contextlib.contextmanager
-def stop_on_sigint(s):  # s: session.Session (stop_requested, display)
-    """First Ctrl-C: finish the current step, write a checkpoint, stop. A second one interrupts at once."""
+def stop_on_sigint(display):
+    """Yields a `Stop`. First Ctrl-C: finish the current step, write a checkpoint, stop (`display.warn` says so).
+    A second one interrupts at once."""
+    stop = Stop()
 
     def handler(signum, frame):
-        if s.stop_requested:
+        if stop.requested:
             raise KeyboardInterrupt
-        s.stop_requested = True
-        s.display.warn("Ctrl-C: stopping after this step (checkpoint follows); press again to abort")
+        stop.requested = True
+        display.warn("Ctrl-C: stopping after this step (checkpoint follows); press again to abort")
 
     try:
         previous = signal.signal(signal.SIGINT, handler)
     except ValueError:  # not the main thread: no handler, default behaviour
-        yield
+        yield stop
         return
     try:
-        yield
+        yield stop
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -73,17 +73,16 @@ def policy_probe_logprobs(model, probe: Probe, pad_id: int, device: str, compute
     return logp[0].float().cpu()
 
 
-def check_sync(s, step: int) -> float:
+def check_sync(engine, policy, probe: Probe, step: int) -> float:
     """The largest |engine - policy| log-prob on the probe after a sync (`sync/probe_gap`); BenchctlError when it
-    exceeds the probe's threshold. `s`: the trainer's Session (engine, model, probe, pad_id, device, dtypes)."""
+    exceeds the probe's threshold. `policy`: the trainer's `build.Policy` (model, pad_id, device, precision)."""
     from benchctl.trainers.device import threads
 
-    probe = s.probe
     if not probe.threshold:
         return float("nan")
-    engine_lp = torch.tensor(s.engine.prompt_logprobs(probe.token_ids), dtype=torch.float32)
-    with threads(s.threads):
-        policy_lp = policy_probe_logprobs(s.model, probe, s.pad_id, s.device, s.compute_dtype)
+    engine_lp = torch.tensor(engine.prompt_logprobs(probe.token_ids), dtype=torch.float32)
+    with threads(policy.threads):
+        policy_lp = policy_probe_logprobs(policy.model, probe, policy.pad_id, policy.device, policy.compute_dtype)
     gap = float((engine_lp - policy_lp).abs().max())
     if not gap <= probe.threshold:  # NaN included
         raise BenchctlError(

@@ -97,6 +97,8 @@ def test_a_shared_prompt_forward_gives_the_per_row_log_probs_and_gradient(tiny_m
 
 @pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm"])
 def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tiny_model, monkeypatch, agg):
+    from benchctl.trainers.build import Loss
+    from benchctl.trainers.rollout_correction import RolloutCorrection
     from benchctl.trainers.weights import load_policy
 
     batch = _random_batch(5, rows=12, group=3)
@@ -114,10 +116,11 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
             temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0, max_grad_norm=0
         )
         cfg.micro_batch_tokens = None
-        s = SimpleNamespace(cfg=cfg, model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0), agg=agg)
-        s.max_tokens, s.compute_dtype, s.device = 12, torch.float32, "cpu"
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        policy = SimpleNamespace(model=model, optimizer=opt, compute_dtype=torch.float32, device="cpu")
+        loss = Loss(agg, 0.2, 0.28, "token", 0.0, 12, RolloutCorrection())
         rows, active = torch.arange(12), torch.ones(12, dtype=torch.bool)
-        sums = loop._minibatch_step(s, batch, rows, active, adv, nondeg, old, None)
+        sums = loop._minibatch_step(cfg, policy, loss, batch, rows, active, adv, nondeg, old, None)
         results.append((sums, torch.cat([p.grad.flatten() for p in model.parameters()])))
     (one, grad_one), (split, grad_split) = results
     assert set(one) == set(split)
@@ -136,12 +139,12 @@ def test_entropy_and_gap_measurement_is_the_same_in_buckets_or_one_forward(tiny_
     engine_lp = torch.randn(batch.mask.shape) * 0.1 - 2.0
     model = load_policy(str(tiny_model), "cpu")
     cfg = SimpleNamespace(temperature=1.0, group_size=3, micro_batch_tokens=None)
-    s = SimpleNamespace(cfg=cfg, model=model, compute_dtype=torch.float32, device="cpu")
+    policy = SimpleNamespace(model=model, compute_dtype=torch.float32, device="cpu")
     measured = []
     for split in (False, True):
         buckets = (lambda b: length_buckets(b, overhead=0)) if split else (lambda b: [torch.arange(b.tokens.shape[0])])
         monkeypatch.setattr(loop, "length_buckets", buckets)
-        measured.append(loop.measure(s, batch, engine_lp, PhaseTimer()))
+        measured.append(loop.measure(cfg, policy, batch, engine_lp, PhaseTimer()))
     for key, value in measured[0].items():
         assert measured[1][key] == pytest.approx(value, rel=1e-5), key
     assert measured[0]["policy/entropy"] > 0 and measured[0]["logprob/engine_gap"] > 0

@@ -11,25 +11,26 @@ pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not torch.cuda.is_available()
 
 
 def test_policy_trains_on_cuda_in_bf16_with_a_sleeping_colocated_engine(tiny_model, tmp_path):
+    from benchctl.trainers.build import build
     from benchctl.trainers.loop import train_step
-    from benchctl.trainers.session import open_session
 
-    s = open_session(
-        build_config(
-            flag_values={
-                "prompts_per_step": 4,
-                "group_size": 4,
-                "steps": 1,
-                "device": "cuda",
-                "save_every": 0,
-                "progress": False,
-                "out": str(tmp_path / "run"),
-            }
-        )
+    cfg = build_config(
+        flag_values={
+            "prompts_per_step": 4,
+            "group_size": 4,
+            "steps": 1,
+            "device": "cuda",
+            "save_every": 0,
+            "progress": False,
+            "out": str(tmp_path / "run"),
+        }
     )
-    assert s.device == "cuda" and s.engine.config.sleep_mode
-    assert {p.dtype for p in s.model.parameters()} == {torch.float32} and s.compute_dtype == torch.bfloat16
-    assert all(p.is_cuda for p in s.model.parameters())
-    row = train_step(s, 1)
-    assert row["time/sync"] >= 0 and row["rollout/tokens"] > 0
-    assert row["sync/probe_gap"] <= s.probe.threshold and row["update/param_change"] > 0
+    parts = build(cfg)
+    policy, engine = parts.policy, parts.sampler.engine
+    assert policy.device == "cuda" and engine.config.sleep_mode
+    assert {p.dtype for p in policy.model.parameters()} == {torch.float32} and policy.compute_dtype == torch.bfloat16
+    assert all(p.is_cuda for p in policy.model.parameters())
+    state, row, _ = train_step(cfg, parts.sampler, policy, parts.loss, parts.estimator, parts.probe, parts.state)
+    parts.trackers.close()
+    assert state.step == 1 and row["time/sync"] >= 0 and row["rollout/tokens"] > 0
+    assert row["sync/probe_gap"] <= parts.probe.threshold and row["update/param_change"] > 0

@@ -63,13 +63,13 @@ def test_micro_batches_give_the_one_batch_metrics(tiny_model, tmp_path):
 
 
 def test_bf16_autocast_trains_fp32_master_weights_and_passes_the_bf16_probe(tiny_model, tmp_path):
-    from benchctl.trainers.session import open_session
+    from benchctl.trainers.build import build
     from benchctl.trainers.sync import BF16_THRESHOLD
 
-    s = open_session(build_config(flag_values={**SMALL, "dtype": "bfloat16", "out": str(tmp_path / "bf16")}))
-    assert s.compute_dtype == torch.bfloat16 and s.probe.threshold == BF16_THRESHOLD
-    assert {p.dtype for p in s.model.parameters()} == {torch.float32}
-    s.trackers.close()
+    parts = build(build_config(flag_values={**SMALL, "dtype": "bfloat16", "out": str(tmp_path / "bf16")}))
+    assert parts.policy.compute_dtype == torch.bfloat16 and parts.probe.threshold == BF16_THRESHOLD
+    assert {p.dtype for p in parts.policy.model.parameters()} == {torch.float32}
+    parts.trackers.close()
     result = _run(tmp_path, "bf16-run", dtype="bfloat16")
     fp32 = _run(tmp_path, "fp32-run")
     for row, ref in zip(result.metrics, fp32.metrics):

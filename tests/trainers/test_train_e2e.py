@@ -86,12 +86,15 @@ def test_every_estimator_family_trains_end_to_end(estimator, tiny_model, tmp_pat
 def test_engine_serves_the_policy_weights_after_a_sync(tiny_model, tmp_path):
     from benchctl.engine import SamplingConfig
     from benchctl.trainers.batch import pack
+    from benchctl.trainers.build import build
     from benchctl.trainers.loop import train_step
     from benchctl.trainers.policy import completion_logits, gather_logprobs
-    from benchctl.trainers.session import open_session
 
-    s = open_session(build_config(flag_values={**SMALL, "lr": 5e-3, "out": str(tmp_path / "run")}))
-    train_step(s, 1)  # the update changes the policy, the sync pushes it into the engine
+    cfg = build_config(flag_values={**SMALL, "lr": 5e-3, "out": str(tmp_path / "run")})
+    parts = build(cfg)
+    s = SimpleNamespace(engine=parts.sampler.engine, model=parts.policy.model, pad_id=parts.policy.pad_id)
+    train_step(cfg, parts.sampler, parts.policy, parts.loss, parts.estimator, parts.probe, parts.state)
+    parts.trackers.close()  # the update changed the policy, the sync pushed it into the engine
     prompts = ["3+5=", "1+2+3=", "9+9+9+9=", "4+0="]
     greedy = s.engine.generate(
         prompts, SamplingConfig(n=1, temperature=0.0, max_tokens=6, logprobs=True), progress=False
@@ -132,16 +135,23 @@ def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_mo
             temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0, max_grad_norm=0.0
         )
         cfg.micro_batch_tokens = None
-        s = SimpleNamespace(cfg=cfg, model=model, optimizer=opt, agg="seq-mean-token-mean", max_tokens=8)
-        s.compute_dtype, s.device = torch.float32, "cpu"
+        policy = SimpleNamespace(model=model, optimizer=opt, compute_dtype=torch.float32, device="cpu")
+        loss = _loss("seq-mean-token-mean", max_tokens=8)
         rows = torch.arange(6)
         active = (adv != 0).any(1) if skip else torch.ones(6, dtype=torch.bool)
-        sums = _minibatch_step(s, batch, rows, active, adv, nondeg, None, None)
+        sums = _minibatch_step(cfg, policy, loss, batch, rows, active, adv, nondeg, None, None)
         losses.append(sums["loss/total"])
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert losses[0] == pytest.approx(losses[1], abs=1e-7)
     torch.testing.assert_close(grads[0], grads[1], atol=1e-7, rtol=1e-5)
     assert grads[0].abs().sum() > 0
+
+
+def _loss(agg: str, max_tokens: int):
+    from benchctl.trainers.build import Loss
+    from benchctl.trainers.rollout_correction import RolloutCorrection
+
+    return Loss(agg, 0.2, 0.28, "token", 0.0, max_tokens, RolloutCorrection())
 
 
 def test_aggregation_weights_of_a_minibatch_count_the_skipped_rows():

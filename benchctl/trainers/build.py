@@ -1,0 +1,298 @@
+"""What a training run is built from, and `build(cfg)` that builds it: the typed pieces the loop passes around.
+
+    Sampler    engine, task, problems in their seeded order, sampling settings, reward shaping   (rollout, reward)
+    Policy     model, reference, optimizer, scheduler, device, precision, cores                  (loss, update, sync)
+    Loss       aggregation, clip range, ratio, KL coefficient, rollout correction                (loss)
+    RunFolder  RUN/: config.json, metrics, rollouts, checkpoints (`benchctl.trainers.run_folder`) (log, resume)
+    TrainState the counters a step advances (step, data position, tokens, samples)             (every step)
+
+plus the estimator (`est.advantages`, the one registry call) and the sync probe. `build` also holds the refusals
+made before any file is written (`preflight`) and the seeded data order (`draw`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from benchctl.errors import BenchctlError
+from benchctl.trainers import run_folder
+from benchctl.trainers.config import (
+    TrainConfig,
+    build_estimator,
+    config_record,
+    evaluates,
+    loss_agg,
+    resolved_lr,
+    resolved_max_tokens,
+    resolved_overlong_buffer,
+    rollout_correction,
+)
+from benchctl.trainers.run_folder import RunFolder, TrainState
+from benchctl.trainers.trackers import Trackers
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """What the rollout reads: the engine, the task and its problems in their seeded order, how many prompts a
+    step draws and how they are sampled (DAPO's dynamic sampling: up to `max_rounds` rounds), and the reward's
+    overlong shaping (DAPO Eq. 13, `shaping.overlong_penalty`; penalty 0: off)."""
+
+    engine: Any  # benchctl.engine.Engine, in-process vLLM
+    task: Any  # benchctl.tasks.Task: render, grade
+    problems: list
+    sampling: Any  # benchctl.engine.SamplingConfig: n = G, temperature, top_p, max_tokens, seed, logprobs
+    seed: int  # the data order's seed
+    prompts_per_step: int
+    dynamic_sampling: bool
+    max_rounds: int  # 1 without dynamic sampling
+    overlong_buffer: int
+    overlong_penalty: float
+
+    def prompts(self, start: int, count: int) -> list:
+        """Problems at positions start .. start+count-1 of the seeded data order."""
+        return [draw(self.problems, self.seed, pos) for pos in range(start, start + count)]
+
+
+@dataclass
+class Policy:
+    """The trained model and what its update needs: the frozen reference (KL term; None without), AdamW and its
+    warm-up schedule, the device, the forward's precision over fp32 master weights, the cores, the pad token, and
+    the source model (tokenizer files of every export)."""
+
+    model: Any  # transformers causal LM, fp32 weights
+    ref: Any  # the initial model, frozen; None when kl_coef = 0
+    optimizer: Any
+    scheduler: Any
+    source: str  # the initial model (HF folder or hub id)
+    device: str
+    compute_dtype: Any  # torch dtype of the forward (`device.compute_context`)
+    threads: int
+    pad_id: int
+    param_stride: int = 1  # `weights.param_snapshot` stride of update/param_change
+
+
+@dataclass(frozen=True)
+class Loss:
+    """The objective the update minimises: the clipped surrogate's settings, the aggregation (spec of losses.py),
+    the reference KL coefficient, and the rollout correction of the engine/trainer mismatch."""
+
+    agg: str
+    clip_low: float
+    clip_high: float
+    ratio: str  # "token" or GSPO's "sequence"
+    kl_coef: float
+    max_tokens: int  # the constant of seq-mean-token-sum-norm (Dr.GRPO)
+    correction: Any  # rollout_correction.RolloutCorrection
+
+
+def train_task(name: str):
+    """The training task: a JSON Lines file, or a registered task (its `train` split when it has one)."""
+    from benchctl.tasks.overlap import training_task
+
+    return training_task(name)
+
+
+def eval_task_name(cfg: TrainConfig) -> str | None:
+    """The held-out task (None when evaluation is off): `eval_task`, else the training task's `held_out_task`
+    (arith -> arith's test split, math_train -> math500; none for gsm8k or a file: BenchctlError)."""
+    from benchctl.tasks import get_task
+    from benchctl.tasks.overlap import default_held_out
+
+    if not evaluates(cfg):
+        return None
+    if cfg.eval_task is None:
+        return default_held_out(cfg.task)
+    get_task(cfg.eval_task)  # unknown names fail before any work
+    return cfg.eval_task
+
+
+def preflight(cfg: TrainConfig, eval_tasks=(), eval_limit: int | None = None, *, task=None, problems=None) -> None:
+    """The refusals before any work (one BenchctlError line each):
+    * a token-level estimator (`token_scores`, OAR) on a task whose completions are the answer alone
+      (`shows_work` False, e.g. arith): it would equal its base estimator exactly;
+    * an evaluation task sharing questions with the training task, unless `allow_overlap`: the run's own
+      held-out task (`eval_task_name`, first `eval_limit` problems) and `eval_tasks` (first `eval_limit`; the
+      matrix's final evaluation). `task`/`problems`: the training task and problems when already loaded."""
+    from benchctl.tasks.overlap import check_held_out, questions
+
+    task = task if task is not None else train_task(cfg.task)
+    estimator = build_estimator(cfg)
+    if estimator.token_scores is not None and not task.shows_work:
+        raise BenchctlError(
+            f"{estimator.label} reshapes the reasoning tokens before the answer, but {cfg.task!r} completions are "
+            "the answer alone (no reasoning span: it would equal its base exactly); train it on a task that shows "
+            "its work, e.g. --task arith_steps"
+        )
+    own = eval_task_name(cfg)
+    pairs = ([(own, cfg.eval_limit)] if own else []) + [(name, eval_limit) for name in eval_tasks]
+    if not pairs:
+        return
+    train = questions(problems) if problems is not None else None
+    for name, limit in dict.fromkeys(pairs):
+        check_held_out(
+            cfg.task, name, data_dir=cfg.data_dir, limit=limit, allow_overlap=cfg.allow_overlap, train_questions=train
+        )
+
+
+def default_run_dir(cfg: TrainConfig, model_name: str, label: str) -> Path:
+    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "-", f"{model_name}-{label}-G{cfg.group_size}-s{cfg.seed}").strip("-")
+    return Path("results") / "train" / slug
+
+
+@lru_cache(maxsize=4)
+def _order(seed: int, epoch: int, n: int) -> np.ndarray:
+    return np.random.default_rng([seed, epoch]).permutation(n)
+
+
+def draw(problems: list, seed: int, position: int):
+    """Problem at `position` of the data order: one seeded permutation per pass over the problems."""
+    epoch, index = divmod(position, len(problems))
+    return problems[int(_order(seed, epoch, len(problems))[index])]
+
+
+def _run_record(cfg: TrainConfig, estimator, model_ref, run: Path) -> dict:
+    """RUN/config.json's record: every setting with its source, and what the trainer derived from them."""
+    return config_record(
+        cfg,
+        estimator_label=estimator.label,
+        model_resolved=model_ref.path,
+        run=str(run),
+        loss_agg_resolved=loss_agg(cfg, estimator),
+        max_tokens_resolved=resolved_max_tokens(cfg),
+        eval_task_resolved=eval_task_name(cfg),
+        lr_resolved=resolved_lr(cfg),
+    )
+
+
+def prepare_folder(cfg: TrainConfig, estimator, model_ref) -> RunFolder:
+    """The run folder: created with its config.json, or (on --resume) cut back to its latest checkpoint."""
+    path = Path(cfg.resume) if cfg.resume else Path(cfg.out or default_run_dir(cfg, model_ref.name, estimator.label))
+    return run_folder.open_run(path, _run_record(cfg, estimator, model_ref, path), resume=bool(cfg.resume))
+
+
+class Parts(NamedTuple):
+    """What `train` is built from (`build`): each piece holds one kind of thing; `state` is the only one a step
+    replaces."""
+
+    folder: RunFolder
+    state: TrainState
+    sampler: Sampler
+    policy: Policy
+    loss: Loss
+    estimator: Any  # benchctl.estimators.Estimator: the one registry call, with its cross-step state
+    probe: Any  # sync.Probe: the weight-sync check's fixed sequence and threshold
+    trackers: Trackers  # --report-to (a null object when none)
+    eval_task: str | None  # the held-out task (None: no periodic evaluation)
+
+
+def build(cfg: TrainConfig) -> Parts:
+    """Load data, model and engine; create the run folder, or restore the run from its latest checkpoint."""
+    from benchctl.engine import trainer_engine
+    from benchctl.results.runs import resolve_model
+    from benchctl.trainers.device import resolve_device
+    from benchctl.trainers.sync import build_probe, check_sync
+    from benchctl.trainers.trackers import open_trackers
+    from benchctl.trainers.weights import engine_state_dict
+
+    estimator = build_estimator(cfg)
+    eval_name = eval_task_name(cfg)
+    task = train_task(cfg.task)
+    problems = task.load(cfg.data_dir)
+    preflight(cfg, task=task, problems=problems)  # refusals before the run folder is written
+    model_ref = resolve_model(cfg.model)
+    folder = prepare_folder(cfg, estimator, model_ref)
+    device = resolve_device(cfg.device)
+    policy = build_policy(cfg, model_ref.path, run_folder.checkpoint_weights(folder.path, folder.resume_step), device)
+    engine = trainer_engine(model_ref.path, device, cfg.gpu_memory_utilization)
+    pad = engine.tokenizer.pad_token_id
+    policy.pad_id = engine.tokenizer.eos_token_id if pad is None else pad
+    sampler = build_sampler(cfg, engine, task, problems)
+    loss = Loss(
+        agg=loss_agg(cfg, estimator),
+        clip_low=cfg.clip_low,
+        clip_high=cfg.clip_high,
+        ratio=cfg.ratio,
+        kl_coef=cfg.kl_coef,
+        max_tokens=resolved_max_tokens(cfg),
+        correction=rollout_correction(cfg),
+    )
+    probe = build_probe(engine, task, problems[0], policy.compute_dtype, cfg.sync_check)
+    state = TrainState()
+    if folder.resume_step:
+        state = run_folder.restore(folder, policy=policy, estimator=estimator)
+        engine.load_weights(engine_state_dict(policy.model))
+    check_sync(engine, policy, probe, state.step)  # the engine starts with the policy's weights
+    trackers = open_trackers(cfg.report_to, folder.path, config=_tracker_config(cfg), resume_step=folder.resume_step)
+    return Parts(folder, state, sampler, policy, loss, estimator, probe, trackers, eval_name)
+
+
+def build_policy(cfg: TrainConfig, source: str, weights: Path | None, device: str) -> Policy:
+    """The policy from `weights` (a checkpoint's model/ folder; None: the initial model `source`) in fp32 master
+    weights, its frozen reference when there is a KL term, AdamW with a linear warm-up (pad_id: set by `build`)."""
+    import torch
+
+    from benchctl.trainers.device import default_threads, resolve_dtype
+    from benchctl.trainers.weights import load_policy, param_stride
+
+    model = load_policy(str(weights or source), device, dtype=torch.float32)  # whatever the compute dtype
+    ref = None
+    if cfg.kl_coef > 0:
+        ref = load_policy(source, device, dtype=torch.float32).eval().requires_grad_(False)
+    # fused AdamW [our choice]: one kernel for all parameters; on CPU 5-6x faster than the per-parameter loop on a
+    # 25M model (benchmarks/train_vs_trl.py, as TRL's default adamw_torch_fused), same update rule.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay, fused=True)
+    warmup = max(1, cfg.warmup_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    return Policy(
+        model=model,
+        ref=ref,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        source=source,
+        device=device,
+        compute_dtype=resolve_dtype(cfg.dtype, device),
+        threads=cfg.threads or default_threads(),
+        pad_id=0,
+        param_stride=param_stride(model),
+    )
+
+
+def build_sampler(cfg: TrainConfig, engine, task, problems: list) -> Sampler:
+    """The rollout's settings: G samples per prompt at the run's temperature, with log-probs, seeded by the run."""
+    from benchctl.engine import SamplingConfig
+
+    sampling = SamplingConfig(
+        n=cfg.group_size,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_tokens=resolved_max_tokens(cfg),
+        seed=cfg.seed,
+        logprobs=True,
+    )
+    return Sampler(
+        engine=engine,
+        task=task,
+        problems=problems,
+        sampling=sampling,
+        seed=cfg.seed,
+        prompts_per_step=cfg.prompts_per_step,
+        dynamic_sampling=cfg.dynamic_sampling,
+        max_rounds=cfg.max_sampling_rounds if cfg.dynamic_sampling else 1,
+        overlong_buffer=resolved_overlong_buffer(cfg),
+        overlong_penalty=cfg.overlong_penalty,
+    )
+
+
+def _tracker_config(cfg: TrainConfig) -> dict:
+    """The run's settings for wandb / trackio (JSON values)."""
+    from benchctl.trainers.config import field_names
+
+    values = {name: getattr(cfg, name) for name in field_names()}
+    values["estimator_params"] = dict(cfg.estimator_params)
+    return values
