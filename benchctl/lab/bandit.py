@@ -20,9 +20,9 @@ from benchctl.errors import BenchctlError, check_range
 from benchctl.lab import policy
 from benchctl.lab.common import check_choice, generator, opt
 from benchctl.lab.findings import evaluate_findings
+from benchctl.lab.intervals import mean_ci
 from benchctl.lab.result import LabResult, config_dict
 from benchctl.lab.specs import EstimatorSpec, outcome_advantages, parse_estimators, probe
-from benchctl.lab.stats import mean_ci
 
 DEFAULT_BANDIT = "grpo,pos_dominant,neg_dominant,hard_focused,easy_focused,a_grae,w_reinforce"
 

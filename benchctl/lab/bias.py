@@ -24,9 +24,9 @@ import numpy as np
 
 from benchctl.errors import check_range
 from benchctl.lab.common import DEFAULT_P, check_choice, check_group_sizes, check_p_grid, generator, opt
+from benchctl.lab.intervals import ratio_mean_se
 from benchctl.lab.result import LabResult, config_dict
 from benchctl.lab.specs import EstimatorSpec, outcome_advantages, parse_estimators, probe
-from benchctl.lab.stats import ratio_mean_se
 from benchctl.lab.theory import binomial_pmf, conditional_bias
 
 OUTCOMES = ("correct", "wrong", "any")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchctl.lab.stats import mean_ci
+from benchctl.lab.intervals import mean_ci
 
 TOL = 1e-9  # logit changes below this are float rounding of sum(A) = 0
 

@@ -5,7 +5,7 @@ import pytest
 
 from benchctl.errors import BenchctlError
 from benchctl.lab import all_correct_probability, all_wrong_probability, conditional_bias, degenerate_probability
-from benchctl.lab.stats import mean_ci, t_quantile
+from benchctl.lab.intervals import mean_ci, t_quantile
 from benchctl.lab.theory import beta_moment_degenerate, binomial_pmf, conditional_mean_phat
 
 
