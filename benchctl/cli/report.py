@@ -59,7 +59,6 @@ def report_command(
     alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate (Holm).")] = 0.05,
     primary_k: PrimaryKOpt = 1,
     population: PopulationOpt = "problems",
-    resamples: Annotated[int, typer.Option("--resamples", help="Seed resamples of compute-curve fits.")] = 500,
     rliable_reps: Annotated[int, typer.Option("--rliable-reps", help="rliable stratified-bootstrap reps.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     claims: Annotated[str | None, typer.Option("--claims", help="Claims file (YAML) to test.")] = None,

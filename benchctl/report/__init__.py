@@ -109,8 +109,8 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
     pairs = stats.baseline_pairs(data, config.baseline)
     summary = rl.rliable_summary(data, pairs, config)
     points = compute.curve_points(data.eval_curve, data.runs)
-    fits, replicates = compute.compute_fits(points, config.resamples, config.seed, config.confidence)
-    fit_comparisons = compute.compare_fits(fits, replicates, pairs, config.confidence, config.seed)
+    fits, replicates = compute.compute_fits(points, config.confidence)
+    fit_comparisons = compute.compare_fits(fits, replicates, pairs, config.confidence)
     tables = {
         "verdict": verdict.verdict_table(passk, comparisons, data.runs, config.primary_k),
         "main": render.main_table(passk, comparisons, data.runs),

@@ -37,9 +37,6 @@ class ReportConfig:
         "what an interval speaks for: 'problems' (seeds and problems like these, crossed two-way variance) or "
         "'fixed' (this problem set, new seeds: paired t on per-seed means); docs/report.md",
     )
-    resamples: int = _f(
-        500, "bootstrap resamples over seeds of the compute-curve fits (pass@k CIs and comparisons are analytic)"
-    )
     rliable_reps: int = _f(1000, "stratified-bootstrap repetitions for the rliable summary")
     seed: int = _f(0, "bootstrap seed")
     select_on: str | None = _f(None, "validation task choosing each arm's swept setting; None -> the one *_val task")
@@ -52,7 +49,6 @@ class ReportConfig:
     def __post_init__(self) -> None:
         check_range("confidence", self.confidence, 0.0, 1.0, low_open=True, high_open=True)
         check_range("alpha", self.alpha, 0.0, 1.0, low_open=True, high_open=True)
-        check_range("resamples", self.resamples, 100)
         check_range("primary_k", self.primary_k, 1)
         if self.population not in ("problems", "fixed"):
             raise BenchctlError(f"--population {self.population!r}: expected 'problems' or 'fixed'")

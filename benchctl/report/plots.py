@@ -59,7 +59,7 @@ def passk_curves(passk: pd.DataFrame, styles: ArmStyles):
 
 def compute_curves(points: pd.DataFrame, fits: pd.DataFrame, styles: ArmStyles):
     """One panel per task and context: every held-out pass@1 of every seed against rollout tokens (dots), and each
-    arm's fitted ScaleRL curve (line) from `benchctl.report.compute`, its asymptote A dotted."""
+    arm's fitted ScaleRL curve (line) from `benchctl.report.compute`, its asymptote A dotted where identified."""
     from benchctl.report.compute import scalerl_curve
 
     if points.empty:
@@ -76,7 +76,8 @@ def compute_curves(points: pd.DataFrame, fits: pd.DataFrame, styles: ArmStyles):
                 f = fit.iloc[0]
                 curve = scalerl_curve(grid_x, f["r0"], f["asymptote"], f["efficiency"], f["midpoint"])
                 ax.plot(grid_x, curve, lw=1.8, **style)
-                ax.axhline(f["asymptote"], color=style["color"], ls=":", lw=0.9, alpha=0.7)
+                if bool(f["asymptote_identified"]):  # an unidentified asymptote is no line to read
+                    ax.axhline(f["asymptote"], color=style["color"], ls=":", lw=0.9, alpha=0.7)
                 top = max(top, float(np.nanmax(curve)))
         ax.set_ylim(max(0.0, part["score"].min() - 0.05), min(1.0, top + 0.08))  # an asymptote above: off the panel
         token_axis(ax)

@@ -194,8 +194,23 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def asymptote_text(f) -> str:
+    """A in percent with its CI; an unidentified asymptote as '>= low' (its lower limit, at least 0), never a point
+    (benchctl.report.compute: identification)."""
+    pct = lambda v: f"{100 * v:.1f}"  # noqa: E731
+    if not np.isfinite(f.asymptote):
+        return "-"
+    if not bool(f.asymptote_identified):
+        low = f.asymptote_low
+        return f">= {pct(max(low, 0.0))} (not identified)" if np.isfinite(low) else "not identified"
+    return pct(f.asymptote) + (
+        "" if not np.isfinite(f.asymptote_low) else f" [{pct(f.asymptote_low)}, {pct(f.asymptote_high)}]"
+    )
+
+
 def compute_view(fits: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
-    """Per (arm, task): asymptote A and midpoint C_mid with CIs, efficiency B, and the verdict against the baseline."""
+    """Per (arm, task): asymptote A ('>= low' when not identified) and midpoint C_mid ('> budget' when past the
+    largest compute evaluated) with CIs, efficiency B, and the verdict against the baseline."""
     if fits.empty:
         return pd.DataFrame()
     verdicts = {(r.arm, r.eval_task): r.verdict for r in comparisons.itertuples()} if len(comparisons) else {}
@@ -205,13 +220,19 @@ def compute_view(fits: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
             return Cell("-", Kind.NUMBER)
         return Cell(fmt(value) + ("" if not np.isfinite(low) else f" [{fmt(low)}, {fmt(high)}]"), Kind.NUMBER)
 
-    pct, tok = (lambda v: f"{100 * v:.1f}"), (lambda v: f"{v:,.0f}")
+    tok = lambda v: f"{v:,.0f}"  # noqa: E731
+
+    def midpoint(f) -> Cell:
+        if np.isfinite(f.midpoint) and f.midpoint > f.max_tokens:
+            return Cell(f"> {tok(f.max_tokens)} (past the budget)", Kind.NUMBER)
+        return ci(f.midpoint, f.midpoint_low, f.midpoint_high, tok)
+
     return pd.DataFrame(
         {
             "arm": f.arm,
             "task": f.eval_task,
-            "A (asymptote, %)": ci(f.asymptote, f.asymptote_low, f.asymptote_high, pct),
-            "C_mid (tokens)": ci(f.midpoint, f.midpoint_low, f.midpoint_high, tok),
+            "A (asymptote, %)": Cell(asymptote_text(f), Kind.NUMBER),
+            "C_mid (tokens)": midpoint(f),
             "B": ci(f.efficiency, f.efficiency_low, f.efficiency_high, lambda v: f"{v:.2f}"),
             "seeds": int(f.seeds),
             "vs baseline": verdicts.get((f.arm, f.eval_task), "baseline" if not verdicts else "-"),

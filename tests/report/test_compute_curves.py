@@ -1,11 +1,13 @@
-"""ScaleRL compute curves: known parameters are recovered from synthetic curves, CIs come from the seeds, and the
-comparison orders arms by asymptote, then by midpoint."""
+"""ScaleRL compute curves: known parameters are recovered from synthetic curves, CIs come from the seeds (per-seed
+fits, t intervals) and cover the truth at about their level, an asymptote past the budget is not identified (printed
+as a lower limit, never compared), and the comparison orders arms by asymptote, then by midpoint."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from benchctl.report.compute import compare_fits, compute_fits, fit_curve, scalerl_curve
+from benchctl.report.compute import NOT_RESOLVED, compare_fits, compute_fits, fit_curve, scalerl_curve
+from benchctl.report.render import compute_view
 
 TOKENS = np.array([0, 2_000, 5_000, 10_000, 20_000, 40_000, 80_000, 160_000])
 
@@ -35,16 +37,17 @@ def test_known_parameters_are_recovered_from_a_noiseless_curve():
     assert (free.r0, free.a, free.b, free.c_mid) == pytest.approx((0.1, 0.65, 1.3, 15_000), rel=1e-2, abs=1e-3)
 
 
-def test_seed_bootstrap_intervals_cover_the_truth_and_the_fits_table_has_the_columns():
-    fits, reps = compute_fits(_curves("grpo", 0.6, 1.5, 20_000, seeds=5, noise=0.02), resamples=200)
+def test_per_seed_t_intervals_cover_the_truth_and_the_fits_table_has_the_columns():
+    fits, reps = compute_fits(_curves("grpo", 0.6, 1.5, 20_000, seeds=5, noise=0.02))
     row = fits.iloc[0]
     assert row.seeds == 5 and row.points == 5 * 7
     assert row.asymptote_low <= 0.6 <= row.asymptote_high
     assert row.midpoint_low <= 20_000 <= row.midpoint_high
     assert row.efficiency_low <= 1.5 <= row.efficiency_high
     assert row.asymptote == pytest.approx(0.6, abs=0.03)
-    assert len(reps[("grpo", "arith")]) >= 150
-    assert {"asymptote_low", "efficiency_high", "midpoint"} <= set(fits.columns)
+    assert reps[("grpo", "arith")].shape == (5, 3)  # one (A, B, C_mid) per seed
+    assert {"asymptote_low", "efficiency_high", "midpoint", "max_tokens"} <= set(fits.columns)
+    assert bool(row.asymptote_identified) and row.max_tokens == TOKENS[-1]
 
 
 def test_one_seed_gets_an_estimate_but_no_interval():
@@ -61,10 +64,61 @@ def test_arms_are_compared_on_the_asymptote_then_at_equal_asymptote_on_the_midpo
             _curves("same", 0.5, 1.5, 20_000, seeds=5, noise=0.01, rng_seed=4),
         ]
     )
-    fits, reps = compute_fits(curves, resamples=200)
+    fits, reps = compute_fits(curves)
     verdicts = (
         compare_fits(fits, reps, [("higher", "grpo"), ("sooner", "grpo"), ("same", "grpo")])
         .set_index("arm")["verdict"]
         .to_dict()
     )
     assert verdicts == {"higher": "higher asymptote", "sooner": "same asymptote, sooner", "same": "indistinguishable"}
+
+
+def _seed_curves(rng, arm: str, seeds: int, a: float = 0.6, c_mid: float = 20_000, noise: float = 0.03):
+    """Seeds with their own curves (A_s, B_s, C_s spread around the arm's A, B, C_mid) and evaluation noise: the
+    generator of benchmarks/report_compute_coverage.py."""
+    rows = []
+    for seed in range(seeds):
+        a_s, b_s, c_s = a + rng.normal(0, 0.03), 1.5 * np.exp(rng.normal(0, 0.1)), c_mid * np.exp(rng.normal(0, 0.2))
+        score = np.r_[0.1, scalerl_curve(TOKENS[1:], 0.1, a_s, b_s, c_s)] + rng.normal(0, noise, len(TOKENS))
+        rows += [
+            {"arm": arm, "eval_task": "arith", "seed": seed, "tokens": c, "score": v} for c, v in zip(TOKENS, score)
+        ]
+    return pd.DataFrame(rows)
+
+
+def test_an_asymptote_whose_midpoint_lies_past_the_budget_is_not_identified_printed_or_compared():
+    rng = np.random.default_rng(3)
+    curves = pd.concat([_seed_curves(rng, "grpo", 5, c_mid=2_000_000), _seed_curves(rng, "drgrpo", 5, 0.5, 20_000)])
+    fits, per_seed = compute_fits(curves)
+    fits = fits.set_index("arm", drop=False)
+    assert not fits.loc["grpo", "asymptote_identified"] and fits.loc["drgrpo", "asymptote_identified"]
+    verdict = compare_fits(fits.reset_index(drop=True), per_seed, [("drgrpo", "grpo")])["verdict"].iloc[0]
+    assert verdict == NOT_RESOLVED == "asymptote not resolved at this budget"
+    view = compute_view(fits.reset_index(drop=True), pd.DataFrame()).set_index("arm")
+    assert view.loc["grpo", "A (asymptote, %)"].startswith(">= ")  # a lower limit, never a point
+    assert view.loc["grpo", "C_mid (tokens)"].startswith("> 160,000") or "[" in view.loc["grpo", "C_mid (tokens)"]
+    assert not view.loc["drgrpo", "A (asymptote, %)"].startswith(">=")
+
+
+def test_an_asymptote_on_the_clip_is_not_identified():
+    rng = np.random.default_rng(4)
+    fits, _ = compute_fits(_seed_curves(rng, "grpo", 5, a=1.0, c_mid=20_000))  # seeds' A near or past 1
+    assert not fits.iloc[0]["asymptote_identified"]
+
+
+def test_intervals_cover_at_about_their_level_and_identical_curves_are_rarely_called_apart():
+    """A small-scale run of the coverage benchmark (30 replications; the full figures: docs/report.md)."""
+    rng = np.random.default_rng(5)
+    hits, calls = np.zeros(3), 0
+    for _ in range(30):
+        curves = pd.concat([_seed_curves(rng, "grpo", 5), _seed_curves(rng, "same", 5)])
+        fits, per_seed = compute_fits(curves)
+        row = fits.set_index("arm").loc["grpo"]
+        hits += [
+            row[f"{n}_low"] <= t <= row[f"{n}_high"]
+            for n, t in (("asymptote", 0.6), ("efficiency", 1.5), ("midpoint", 20_000))
+        ]
+        verdict = compare_fits(fits, per_seed, [("same", "grpo")])["verdict"].iloc[0]
+        calls += verdict in ("higher asymptote", "lower asymptote")
+    assert (hits >= 25).all()  # >= 83% of 30 (95% nominal; P(< 25 | 95%) ~ 1%)
+    assert calls <= 4

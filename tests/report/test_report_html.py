@@ -77,7 +77,7 @@ def test_report_page_renders_in_headless_chromium_with_its_table_and_every_image
     ]
     write_matrix(tmp_path / "results", cells)
     result = build_report(
-        ReportConfig(inputs=(str(tmp_path / "results"),), out=str(tmp_path / "rep"), resamples=500, rliable_reps=100)
+        ReportConfig(inputs=(str(tmp_path / "results"),), out=str(tmp_path / "rep"), rliable_reps=100)
     )
     page = tmp_path / "rep" / "report.html"
     text = page.read_text()

@@ -22,9 +22,7 @@ CELL = re.compile(r"^[+-]\d+\.\d \[-?\d+\.\d, -?\d+\.\d\]\*? \(mde (\d+\.\d|> 10
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("showcase")
     results, claims = write_showcase(root, seeds=3, steps=12, every=4, problems=12)
-    config = ReportConfig(
-        inputs=(str(results),), out=str(root / "report"), claims=str(claims), resamples=100, rliable_reps=100
-    )
+    config = ReportConfig(inputs=(str(results),), out=str(root / "report"), claims=str(claims), rliable_reps=100)
     return config, build_report(config)
 
 

@@ -48,7 +48,6 @@ def matrix(tmp_path):
 
 
 def _config(*inputs, **kw):
-    kw.setdefault("resamples", 2000)
     kw.setdefault("rliable_reps", 200)
     return ReportConfig(inputs=tuple(str(i) for i in inputs), **kw)
 

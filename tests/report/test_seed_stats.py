@@ -35,7 +35,7 @@ def _results(tmp_path, arms: dict[str, list[float]], base: float = 0.40, **confi
         for s, mean in enumerate(means, start=1):
             cells.append((f"{name}-s{s}", train_config(name, s), _verdicts(mean)))
     write_matrix(tmp_path / "results", cells)
-    config = {"ks": (1,), "rliable_reps": 100, "resamples": 200} | config
+    config = {"ks": (1,), "rliable_reps": 100} | config
     return build_report(ReportConfig(inputs=(str(tmp_path / "results"),), **config))
 
 
