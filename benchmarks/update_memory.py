@@ -1,4 +1,4 @@
-"""Benchmark (issue 16): peak memory and time of one policy-loss forward+backward, full logits against chunked
+"""Benchmark: peak memory and time of one policy-loss forward+backward, full logits against chunked
 log-probs in token-budget micro-batches, and fp32 against bf16-autocast compute.
 
 Model: a randomly initialised Qwen2 with Qwen2.5's vocabulary (151,936 tokens, tied embeddings) and a small body
@@ -14,7 +14,7 @@ Batch: `rows` rollouts in groups of 4 sharing a prompt (`--prompt` tokens), `--c
 
 Each setting runs in a fresh subprocess; the child samples its RSS (psutil, every 1 ms) during the step and
 reports the peak above the RSS it had just before (model built, batch packed). CPU seconds, not wall time: the
-machine this was written on is shared. Measured there (defaults; issue-16 report):
+machine this was written on is shared. Measured there (defaults):
 
     rows  full MiB  chunked MiB  full/chunked      (prompt 32 + completion 128, micro-batch <= 640, chunk 128)
     4     1253      1091         1.1x

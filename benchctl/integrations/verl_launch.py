@@ -29,8 +29,8 @@ max_grad_norm -> actor.optim.clip_grad (0 = off -> inf; veRL 0.9.1's engine igno
 multiplies by rollout.n).  Not expressible in veRL's main_ppo and refused
 (`check_supported`): token_budget (veRL stops by steps), dynamic_sampling (DAPO's filter_groups lives in
 veRL's recipe folder, not main_ppo), loss_agg token-mean-nondegenerate, OAR (no token scores), --resume
-(rerun launch.sh: veRL resumes from RUN/verl/checkpoints itself), and the issue-16 settings not mapped to veRL's
-(dtype float32, micro_batch_tokens, rollout_correction, report_to, sync_check).
+(rerun launch.sh: veRL resumes from RUN/verl/checkpoints itself), and the GPU-path settings (docs/gpu.md) not
+mapped to veRL's (dtype float32, micro_batch_tokens, rollout_correction, report_to, sync_check).
 """
 
 from __future__ import annotations

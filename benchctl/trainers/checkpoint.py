@@ -41,9 +41,9 @@ def export_model(model, source: str, out: Path) -> None:
 
 
 def _declare_source_dtype(source_config: Path, config: Path) -> None:
-    """The exported config declares the source model's dtype (e.g. bfloat16 for Qwen2.5) while the weights stay
-    the fp32 master weights (issue 16): a resume loads them with dtype=float32, exactly; `benchctl eval --model RUN`
-    and vLLM's dtype "auto" compute in the source's dtype, as they did on the initial model."""
+    """The exported config declares the source model's dtype (e.g. bfloat16 for Qwen2.5) while the weights stay the fp32
+    master weights (docs/gpu.md#the-settings): a resume loads them with dtype=float32, exactly; `benchctl eval --model
+    RUN` and vLLM's dtype "auto" compute in the source's dtype, as they did on the initial model."""
     import json
 
     if not source_config.is_file():

@@ -379,7 +379,7 @@ def _check_combinations(cfg: TrainConfig) -> None:
         )
     if cfg.dynamic_sampling and cfg.group_size < 2:
         raise BenchctlError("dynamic_sampling needs group_size >= 2 (a group of one is always degenerate)")
-    if cfg.top_p < 1.0:  # issue 16: the policy would have to be truncated the same way; refused instead
+    if cfg.top_p < 1.0:  # the policy would have to be truncated the same way (docs/gpu.md); refused instead
         raise BenchctlError(
             f"top_p={cfg.top_p} < 1 cannot train: the policy's log-probs are of the untruncated distribution, so the"
             " importance ratio and the engine/policy gap would be off by the nucleus mass; use top_p=1"

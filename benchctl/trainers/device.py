@@ -45,14 +45,10 @@ def threads(n: int):
 def deterministic(on: bool):
     """torch's deterministic kernels inside the block when `on` (the previous setting restored after).
 
-    Why the update needs them on CPU: the shared prompt forward gathers rows with repeated indices
-    (`head.logits[inverse]`, the KV cache's `batch_select_indices`), whose backward is an accumulating
-    `index_put_`; with 2+ threads torch adds in parallel, so the order of the float additions, and with it the
-    gradient's last bits, changed from process to process. Two runs with one seed then drifted apart from step
-    2-3 on (32 prompts x G=4), and `make demo`'s table moved between runs. The deterministic kernel adds serially
-    (measured on the demo's 141-step grpo cell: update 6.1/7.1 s against 5.9/5.4 s, within the run-to-run
-    noise of the rollout times, at most a few percent of a step). `warn_only`: an op without a deterministic
-    kernel warns instead of failing a run."""
+    The shared-prompt forward gathers rows with repeated indices, whose backward is an accumulating `index_put_`
+    that adds in parallel otherwise, so the gradient's last bits would change from process to process (why, and
+    what it costs: docs/training.md#resume-and-reproducibility). `warn_only`: an op without a deterministic kernel warns
+    instead of failing a run."""
     before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     if on:
         torch.use_deterministic_algorithms(True, warn_only=True)
@@ -62,9 +58,9 @@ def deterministic(on: bool):
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
-# ---- precision: fp32 master weights, bf16 compute (issue 16) -------------------------------------------------
+# ---- precision: fp32 master weights, bf16 compute (docs/gpu.md) ---------------------------------------------------
 #
-# Choice [measured, see tests/trainers/test_precision.py and the issue-16 report]: the policy's weights and
+# Choice [measured, see tests/trainers/test_precision.py and docs/gpu.md#the-settings]: the policy's weights and
 # AdamW's state stay fp32 on every device and the forward runs under `torch.autocast(bf16)`, rather than bf16
 # weights with a separate fp32 master copy. An update of lr 1e-6 is below half a bf16 ulp of a weight of 0.02
 # (ulp 2^-13 = 1.2e-4), so bf16 weights never move; fp32 ones do. Autocast needs no copy to keep in sync, the

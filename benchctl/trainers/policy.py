@@ -16,56 +16,75 @@ from benchctl.trainers.batch import Batch, length_buckets, token_budget_split
 def completion_logits(
     model, batch: Batch, temperature: float, inputs_embeds: torch.Tensor | None = None, share_prompts: bool = True
 ) -> torch.Tensor:
-    """Logits (N, T, V) / temperature predicting each completion token (LM head on those positions only).
+    """Logits (N, T, V) / temperature predicting each completion token: `completion_forward` with the model's own
+    LM head on the completion positions only (what `model(..., logits_to_keep=T + 1)` computes, bit for bit)."""
+    logits = completion_forward(model, batch, model.get_output_embeddings(), inputs_embeds, share_prompts).float()
+    softcap = getattr(model.config, "final_logit_softcapping", None)
+    if softcap:  # Gemma 2's final soft-capping, as its forward applies it after the head
+        logits = torch.tanh(logits / softcap) * softcap
+    return logits / temperature
+
+
+def completion_hidden(
+    model, batch: Batch, inputs_embeds: torch.Tensor | None = None, share_prompts: bool = True
+) -> torch.Tensor:
+    """Final hidden states (N, T, D) at the positions that predict each completion token, without the LM head
+    (`completion_forward` with no head): `completion_logits(...) == completion_hidden(...) @ lm_head_weight(model).T
+    / temperature`, the head then applied in vocabulary chunks (`chunked_logprobs_entropy`)."""
+    return completion_forward(model, batch, None, inputs_embeds, share_prompts)
+
+
+def completion_forward(
+    model, batch: Batch, head, inputs_embeds: torch.Tensor | None = None, share_prompts: bool = True
+) -> torch.Tensor:
+    """The one forward pass of the policy: the decoder (`model.get_decoder()`) over the packed rows, then `head`
+    (the LM head module, or None for the hidden states) on the positions that predict each completion token:
+    (N, T, V) or (N, T, D).
 
     Rows that share a prompt (`batch.prompt_index`: a group's G rows) share its forward pass [our choice]: each
     distinct prompt runs once with a KV cache, the cache is indexed out to its rows, and the completions run on
     top of it, so prompt tokens cost 1/G of a per-row forward. Causal attention makes a prompt's keys and values
-    independent of what follows, so the logits equal the per-row forward's (to float rounding) and autograd
-    sums each row's gradient through the shared prompt (`tests/trainers/test_buckets.py`)."""
+    independent of what follows, so the outputs equal the per-row forward's (to float rounding) and autograd
+    sums each row's gradient through the shared prompt (`tests/trainers/test_buckets.py`). The head runs on each
+    decoder call's outputs as the model's own forward does, so the logits and their gradients are those of
+    `model(...)` bit for bit."""
+    head = head if head is not None else (lambda hidden: hidden)
+    decoder = model.get_decoder()
     if share_prompts and inputs_embeds is None and batch.prompt_index is not None:
         unique, inverse = torch.unique(batch.prompt_index, return_inverse=True)
         if len(unique) < batch.tokens.shape[0]:
-            return _shared_prompt_logits(model, batch, inverse, len(unique)).float() / temperature
+            return _shared_prompt_forward(decoder, head, batch, inverse, len(unique))
     t = batch.tokens.shape[1]
     kwargs = {"inputs_embeds": inputs_embeds} if inputs_embeds is not None else {"input_ids": batch.input_ids}
-    out = model(
-        attention_mask=batch.attention_mask,
-        position_ids=batch.position_ids,
-        logits_to_keep=t + 1,
-        use_cache=False,
-        **kwargs,
-    )
-    logits = out.logits[:, :-1, :]  # (N, T, V): position Lp-1+j predicts completion token j
-    return logits.float() / temperature
+    out = decoder(attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False, **kwargs)
+    return head(out.last_hidden_state[:, -(t + 1) :, :])[:, :-1, :]  # position Lp-1+j predicts completion token j
 
 
-def _shared_prompt_logits(model, batch: Batch, inverse: torch.Tensor, distinct: int) -> torch.Tensor:
-    """`completion_logits` (before temperature) with one forward per distinct prompt; inverse (N,) maps each row
-    to its prompt in 0..distinct-1."""
+def _shared_prompt_forward(decoder, head, batch: Batch, inverse: torch.Tensor, distinct: int) -> torch.Tensor:
+    """`completion_forward` with one decoder pass per distinct prompt; inverse (N,) maps each row to its prompt in
+    0..distinct-1."""
     lp, t, n = batch.prompt_width, batch.tokens.shape[1], batch.tokens.shape[0]
     first = torch.zeros(distinct, dtype=torch.long, device=inverse.device)
     first.scatter_(0, inverse, torch.arange(n, device=inverse.device))  # a row of each prompt (all identical)
-    head = model(
+    prompt = decoder(
         input_ids=batch.input_ids[first, :lp],
         attention_mask=batch.attention_mask[first, :lp],
         position_ids=batch.position_ids[first, :lp],
         use_cache=True,
-        logits_to_keep=1,
-    )  # the last prompt position predicts completion token 0
-    parts = [head.logits[inverse]]  # (N, 1, V)
+    )
+    parts = [head(prompt.last_hidden_state[:, -1:, :])[inverse]]  # (N, 1, .): the last prompt position -> token 0
     if t > 1:
-        cache = head.past_key_values
+        cache = prompt.past_key_values
         cache.batch_select_indices(inverse)  # (distinct, ...) -> (N, ...), differentiable indexing
-        tail = model(
+        tail = decoder(
             input_ids=batch.input_ids[:, lp : lp + t - 1],
             attention_mask=batch.attention_mask[:, : lp + t - 1],
             position_ids=batch.position_ids[:, lp : lp + t - 1],
             past_key_values=cache,
             use_cache=True,
         )  # completion token j predicts token j + 1
-        parts.append(tail.logits)
-    return torch.cat(parts, dim=1)  # (N, T, V)
+        parts.append(head(tail.last_hidden_state))
+    return torch.cat(parts, dim=1)  # (N, T, .)
 
 
 def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -87,7 +106,7 @@ def sequence_logprobs(model, batch: Batch, temperature: float, chunk: int = 256)
     return out * batch.mask
 
 
-# ---- bounded memory: log-probs/entropy in token chunks, micro-batches by token budget (issue 16) -----------
+# ---- bounded memory: log-probs/entropy in token chunks, micro-batches by token budget (docs/gpu.md) -----------
 
 
 def lm_head_weight(model) -> torch.Tensor:
@@ -101,50 +120,6 @@ def lm_head_weight(model) -> torch.Tensor:
     if getattr(head, "bias", None) is not None or softcap:
         raise BenchctlError(f"{type(model).__name__}: the LM head has a bias or soft-capping; use completion_logits")
     return head.weight
-
-
-def completion_hidden(
-    model, batch: Batch, inputs_embeds: torch.Tensor | None = None, share_prompts: bool = True
-) -> torch.Tensor:
-    """Final hidden states (N, T, D) at the positions that predict each completion token, without the LM head:
-    `completion_logits(...) == completion_hidden(...) @ lm_head_weight(model).T / temperature`. The same inputs
-    as `completion_logits` (left-padded prompt, positions of real tokens), the decoder (`model.get_decoder()`)
-    instead of the whole model, and the same shared-prompt KV-cache path for a group's rows."""
-    decoder = model.get_decoder()
-    if share_prompts and inputs_embeds is None and batch.prompt_index is not None:
-        unique, inverse = torch.unique(batch.prompt_index, return_inverse=True)
-        if len(unique) < batch.tokens.shape[0]:
-            return _shared_prompt_hidden(decoder, batch, inverse, len(unique))
-    lp, t = batch.prompt_width, batch.tokens.shape[1]
-    kwargs = {"inputs_embeds": inputs_embeds} if inputs_embeds is not None else {"input_ids": batch.input_ids}
-    out = decoder(attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False, **kwargs)
-    return out.last_hidden_state[:, lp - 1 : lp - 1 + t, :]  # (N, T, D): position Lp-1+j predicts token j
-
-
-def _shared_prompt_hidden(decoder, batch: Batch, inverse: torch.Tensor, distinct: int) -> torch.Tensor:
-    """`completion_hidden` with one decoder pass per distinct prompt (`_shared_prompt_logits` without the head)."""
-    lp, t, n = batch.prompt_width, batch.tokens.shape[1], batch.tokens.shape[0]
-    first = torch.zeros(distinct, dtype=torch.long, device=inverse.device)
-    first.scatter_(0, inverse, torch.arange(n, device=inverse.device))  # a row of each prompt
-    head = decoder(
-        input_ids=batch.input_ids[first, :lp],
-        attention_mask=batch.attention_mask[first, :lp],
-        position_ids=batch.position_ids[first, :lp],
-        use_cache=True,
-    )
-    parts = [head.last_hidden_state[:, -1:, :][inverse]]  # (N, 1, D): the last prompt position
-    if t > 1:
-        cache = head.past_key_values
-        cache.batch_select_indices(inverse)  # (distinct, ...) -> (N, ...)
-        tail = decoder(
-            input_ids=batch.input_ids[:, lp : lp + t - 1],
-            attention_mask=batch.attention_mask[:, : lp + t - 1],
-            position_ids=batch.position_ids[:, lp : lp + t - 1],
-            past_key_values=cache,
-            use_cache=True,
-        )
-        parts.append(tail.last_hidden_state)  # (N, T - 1, D)
-    return torch.cat(parts, dim=1)  # (N, T, D)
 
 
 def _logprob_entropy_chunk(

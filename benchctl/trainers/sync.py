@@ -1,8 +1,8 @@
-"""The weight sync is verified (issue 16): after every `engine.load_weights` (each step's sync, a resumed run's
-restore) and once when a session opens, the trainer checks, independently of the sync code, that the engine now
-computes with the policy's weights.
+"""The weight sync is verified (docs/gpu.md#the-weight-sync-is-verified): after every `engine.load_weights` (each step's
+sync, a resumed run's restore) and once when a run is built, the trainer checks, independently of the sync code, that
+the engine now computes with the policy's weights.
 
-The probe is one fixed token sequence, built once per session: the task's first problem rendered as the engine
+The probe is one fixed token sequence, built once per run: the task's first problem rendered as the engine
 renders prompts, then its gold answer and EOS (at most `PROBE_ANSWER_TOKENS` answer tokens). The engine scores
 every token after the first (`Engine.prompt_logprobs`: vLLM's prompt log-probs, one request, greedy, one token
 generated, nothing random drawn) and so does the policy (`completion_logits` under the run's compute dtype, no
@@ -46,7 +46,7 @@ class Probe:
 
 
 def build_probe(engine, task, problem, compute_dtype: torch.dtype, threshold: float | None) -> Probe:
-    """The session's probe (module docstring): `problem` rendered, its answer's first tokens, EOS."""
+    """The run's probe (module docstring): `problem` rendered, its answer's first tokens, EOS."""
     tok = engine.tokenizer
     ids = list(tok(engine.render(task, problem))["input_ids"])
     answer = str(getattr(problem, "gold", "") or "")  # "" for code tasks: prompt + EOS

@@ -1,5 +1,5 @@
 """Experiment trackers: `--report-to none|tensorboard|wandb|trackio` (a comma list), each fed the same numeric
-scalars as `RUN/train_metrics.parquet`, one row per step (issue 16).
+scalars as `RUN/train_metrics.parquet`, one row per step.
 
     trackers = open_trackers("tensorboard,wandb", run, config=cfg_dict, resume_step=state.step)
     trackers.log(step, row)        # after each step's row is final (eval columns included)

@@ -6,8 +6,8 @@ import torch
 
 
 def load_policy(path: str, device: str, dtype: torch.dtype | None = None):
-    """The HF causal LM at `path` in training mode, its weights in `dtype`; None (the default): bf16 on CUDA
-    [our choice, as veRL/TRL], fp32 on CPU. With the fp32 master weights of `compute_context` (issue 16) pass
+    """The HF causal LM at `path` in training mode, its weights in `dtype`; None (the default): bf16 on CUDA [our
+    choice, as veRL/TRL], fp32 on CPU. With the fp32 master weights of `compute_context` (docs/gpu.md#the-settings) pass
     `dtype=torch.float32` on every device: AdamW then steps fp32 weights and fp32 state, whatever the compute."""
     from transformers import AutoModelForCausalLM
 
