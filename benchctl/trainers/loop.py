@@ -42,7 +42,7 @@ from benchctl.trainers.config import TrainConfig, eval_due, evaluates
 from benchctl.trainers.device import compute_context, deterministic, threads
 from benchctl.trainers.heldout import evaluate
 from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss
-from benchctl.trainers.policy import chunked_sequence_logprobs, sequence_logprobs, token_logprobs
+from benchctl.trainers.policy import chunked_sequence_logprobs, sequence_logprobs, token_logprobs, token_stats
 from benchctl.trainers.rollout_correction import correction_weights, mismatch_metrics
 from benchctl.trainers.run_folder import TrainState, resume_step
 from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
@@ -120,7 +120,7 @@ def train_step(
     # ---- loss + update ------------------------------------------------------------------------------------
     sampler.engine.sleep()
     with threads(policy.threads), deterministic(policy.device == "cpu"):  # same seed, same bits (device.deterministic)
-        diagnostics = measure(cfg, policy, batch, engine_lp, times)
+        diagnostics, proxy_rows = measure(cfg, policy, batch, engine_lp, token_adv, times)
         update_metrics = update(cfg, policy, loss, step, batch, token_adv, nondegenerate, engine_lp, times)
     # ---- sync ---------------------------------------------------------------------------------------------
     with times("sync"):
@@ -140,13 +140,9 @@ def train_step(
         **M.advantage_metrics(kept_adv),
         **diagnostics,
         **update_metrics,
+        **M.variance_proxy(*proxy_rows, update_metrics["policy/grad_norm"], len(samples)),
         **M.response_metrics(num_tokens, np.array([x.finish_reason == "length" for x in every])),
-        "rollout/tokens": got.generated,
-        "rollout/tokens_total": state.tokens_total,
-        "rollout/samples_total": state.samples_total,
-        "rollout/rounds": got.rounds,
-        "rollout/groups": len(got.problems),
-        "rollout/groups_trained": float(got.keep.sum()),
+        **got.rollout_metrics(state),
         "optim/lr": policy.scheduler.get_last_lr()[0],
     }
     row.update({f"time/{k}": v for k, v in times.items()})
@@ -168,6 +164,17 @@ class Sampled:
     rounds: int
     generated: int  # tokens generated in all rounds
     data_pos: int  # the data order's position after this step's prompts
+
+    def rollout_metrics(self, state: TrainState) -> dict[str, float]:
+        """rollout/*: tokens generated this step and so far, samples so far, sampling rounds, groups sampled/kept."""
+        return {
+            "rollout/tokens": self.generated,
+            "rollout/tokens_total": state.tokens_total,
+            "rollout/samples_total": state.samples_total,
+            "rollout/rounds": self.rounds,
+            "rollout/groups": len(self.problems),
+            "rollout/groups_trained": float(self.keep.sum()),
+        }
 
     def rollout_table(self, step: int, advantages: np.ndarray) -> pa.Table:
         """RUN/rollouts' part of this step: every group sampled (the estimator's batch), reward and advantage."""
@@ -234,29 +241,34 @@ def importance_scores(
     return scores.float().cpu().numpy(), reasoning.numpy()
 
 
-def measure(cfg: TrainConfig, policy: Policy, batch, engine_lp: torch.Tensor, times: PhaseTimer) -> dict[str, float]:
+def measure(
+    cfg: TrainConfig, policy: Policy, batch, engine_lp: torch.Tensor, token_adv: torch.Tensor, times: PhaseTimer
+) -> tuple[dict[str, float], tuple[np.ndarray, ...]]:
     """policy/entropy, logprob/engine_gap(_max) and the mismatch `rollout_corr/kl_k1|kl_k3|ratio_ess`, token means
     over the first completion of every group (rows 0, G, 2G, ...), forwarded without grad before the update: the
     same rows and the policy the engine sampled from, whatever the estimator, `skip_zero_advantage`, the
-    mini-batch structure or the rollout correction."""
+    mini-batch structure or the rollout correction. Also returns those rows' (log-prob, sum pi^2, advantage, mask)
+    arrays for the variance proxy (`metrics.variance_proxy`), which needs the update's gradient norm."""
     rows = torch.arange(0, batch.tokens.shape[0], cfg.group_size, device=batch.tokens.device)  # (P,)
-    logp, entropy = torch.zeros(batch.mask[rows].shape), torch.zeros(batch.mask[rows].shape)  # (P, T)
+    logp, entropy, sum_sq = (torch.zeros(batch.mask[rows].shape) for _ in range(3))  # (P, T)
     with times("logprobs"), torch.no_grad(), compute_context(policy.compute_dtype, policy.device):
         for piece in _pieces(cfg, batch.rows(rows)):
             sub = batch.rows(rows[piece]).trim()
-            lp, ent = token_logprobs(policy.model, sub, cfg.temperature, _chunk(cfg), entropy=True)
-            t = sub.tokens.shape[1]
-            logp[piece.cpu(), :t], entropy[piece.cpu(), :t] = lp.float().cpu(), ent.float().cpu()
+            lp, ent, sq = token_stats(policy.model, sub, cfg.temperature, _chunk(cfg))
+            t, at = sub.tokens.shape[1], piece.cpu()
+            logp[at, :t], entropy[at, :t], sum_sq[at, :t] = lp.float().cpu(), ent.float().cpu(), sq.float().cpu()
     mask, engine = batch.mask[rows].float().cpu(), engine_lp[rows].float().cpu()
+    proxy_rows = (logp.numpy(), sum_sq.numpy(), token_adv[rows].float().cpu().numpy(), mask.numpy())
     tokens, diff = float(mask.sum()), (logp - engine).abs() * mask
     if not tokens:
-        return dict.fromkeys(("policy/entropy", "logprob/engine_gap", "logprob/engine_gap_max"), float("nan"))
+        keys = ("policy/entropy", "logprob/engine_gap", "logprob/engine_gap_max")
+        return dict.fromkeys(keys, float("nan")), proxy_rows
     return {
         "policy/entropy": float((entropy * mask).sum()) / tokens,
         "logprob/engine_gap": float(diff.sum()) / tokens,
         "logprob/engine_gap_max": float(diff.max()),
         **mismatch_metrics(logp, engine, mask),
-    }
+    }, proxy_rows
 
 
 def _pieces(cfg, batch) -> list[torch.Tensor]:

@@ -50,3 +50,30 @@ def estimator_metrics(diagnostics: dict[str, float]) -> dict[str, float]:
     token reshaping (spec §7) under oar/: `oar/reshaped_frac`, rows whose token weights are not all 1, and
     `oar/no_span_frac`, rows without reasoning span (no answer found, or nothing before it)."""
     return {f"{'oar' if k in TOKEN_DIAGNOSTICS else 'est'}/{k}": float(v) for k, v in diagnostics.items()}
+
+
+def variance_proxy(
+    logp: np.ndarray, sum_sq: np.ndarray, adv: np.ndarray, mask: np.ndarray, grad_norm: float, rows: int
+) -> dict[str, float]:
+    """The gradient-variance proxy of veRL 0.9.1 (`metric_utils.compute_variance_proxy_metrics`, on-policy branch),
+    so an arm can say whether its estimator or loss lowers the variance of its update.
+
+    W(tau) = sum_t [1 - 2 pi_t(y_t) + sum_v pi_v^2] is the squared norm of the score's logit gradient summed over
+    the response; A(tau) the sequence's mean token advantage. total_power = E[A^2 W] ~ E||g_tau||^2 (signal +
+    noise), signal = ||g||^2 of the step (`policy/grad_norm`, before clipping), noise = (total_power - signal) /
+    (N - 1), floored at 0, with N the rollouts of the batch. [our choice] E is over the rows `measure` forwards
+    (the first completion of every group: a group's completions are exchangeable, so it is an unbiased sample
+    of the batch mean) rather than over every row, which would cost a second forward of the whole batch.
+    logp, sum_sq, adv, mask: (R, T) of those rows."""
+    w = ((1.0 - 2.0 * np.exp(logp) + sum_sq) * mask).sum(axis=1)  # (R,)
+    tokens = mask.sum(axis=1)
+    a = np.divide((adv * mask).sum(axis=1), tokens, out=np.zeros(len(tokens)), where=tokens > 0)  # (R,)
+    total = float((a**2 * np.clip(w, 0.0, None)).mean()) if len(a) else float("nan")
+    signal = float(grad_norm) ** 2
+    return {
+        "variance_proxy/total_power": total,
+        "variance_proxy/signal": signal,
+        "variance_proxy/noise": max(0.0, (total - signal) / (rows - 1)) if rows > 1 else float("nan"),
+        "variance_proxy/expected_a_squared": float((a**2).mean()) if len(a) else float("nan"),
+        "variance_proxy/expected_w": float(w.mean()) if len(w) else float("nan"),
+    }

@@ -198,3 +198,27 @@ def token_logprobs(
 
     logits = completion_logits(model, batch, temperature)  # (N, T, V)
     return gather_logprobs(logits, batch.tokens), token_entropy(logits) if entropy else None
+
+
+def token_stats(
+    model, batch: Batch, temperature: float, chunk_tokens: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """No-grad (log-prob, entropy, sum_v pi_v^2) (N, T) per completion token: `token_logprobs(..., entropy=True)`'s
+    two (the same numbers) and the probabilities' squared norm, which with pi(y_t) gives the squared norm of the
+    score's logit gradient, |e_y - pi|^2 = 1 - 2 pi(y_t) + sum_v pi_v^2 (veRL's W-score of the variance proxy)."""
+    from benchctl.trainers.losses import token_entropy
+
+    with torch.no_grad():
+        if not chunk_tokens:
+            logits = completion_logits(model, batch, temperature)  # (N, T, V)
+            sum_sq = torch.softmax(logits, dim=-1).pow(2).sum(dim=-1)
+            return gather_logprobs(logits, batch.tokens), token_entropy(logits), sum_sq
+        hidden, weight = completion_hidden(model, batch), lm_head_weight(model)
+        logp, entropy = chunked_logprobs_entropy(hidden, weight, batch.tokens, temperature, chunk_tokens)
+        flat = hidden.reshape(-1, hidden.shape[-1])  # (N*T, D)
+        blocks = [
+            torch.softmax((flat[s : s + chunk_tokens] @ weight.t()).float() / temperature, dim=-1).pow(2).sum(-1)
+            for s in range(0, flat.shape[0], chunk_tokens)
+        ]
+        sum_sq = torch.cat(blocks).reshape(logp.shape) if blocks else torch.zeros_like(logp)
+        return logp, entropy, sum_sq

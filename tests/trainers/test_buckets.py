@@ -144,7 +144,8 @@ def test_entropy_and_gap_measurement_is_the_same_in_buckets_or_one_forward(tiny_
     for split in (False, True):
         buckets = (lambda b: length_buckets(b, overhead=0)) if split else (lambda b: [torch.arange(b.tokens.shape[0])])
         monkeypatch.setattr(loop, "length_buckets", buckets)
-        measured.append(loop.measure(cfg, policy, batch, engine_lp, PhaseTimer()))
+        adv = torch.linspace(-1.0, 1.0, 12)[:, None].expand_as(batch.mask).contiguous()
+        measured.append(loop.measure(cfg, policy, batch, engine_lp, adv, PhaseTimer())[0])
     for key, value in measured[0].items():
         assert measured[1][key] == pytest.approx(value, rel=1e-5), key
     assert measured[0]["policy/entropy"] > 0 and measured[0]["logprob/engine_gap"] > 0
