@@ -11,25 +11,42 @@ With rho_t = pi_train(y_t) / pi_infer(y_t) (token) and rho_seq = prod_t rho_t (s
                                                      `rollout_is="sequence"`
     mis      w_t = rho_t 1[low <= rho_t <= high]     token masked IS (MIS). TRL `token_mask`
     seq-mis  w = rho_seq 1[low <= rho_seq <= high]   sequence masked IS. TRL `sequence_mask` (TRL's default)
-    rs       w_t = 1[low <= rho_t <= high]           token rejection sampling. veRL `rollout_rs="token"`
-    seq-rs   w = 1[low <= rho_seq <= high]           sequence rejection. veRL `rollout_rs="sequence"`
-    geo-rs   w = 1[low <= rho_geo <= high]           rho_geo = exp(mean_t log rho_t). veRL `rollout_rs="geometric"`
+    rs       keep_t = 1[low <= rho_t <= high]        token rejection. veRL `rollout_rs="token_k1"`
+    seq-rs   keep = 1[low <= rho_seq <= high]        sequence rejection. veRL `rollout_rs="seq_sum_k1"`
+    geo-rs   keep = 1[low <= rho_geo <= high]        rho_geo = exp(mean_t log rho_t). veRL `rollout_rs="seq_mean_k1"`
     icepop   w_t = rho_t 1[alpha <= rho_t <= beta]   IcePop (Ring-1T, arXiv:2510.18855 §2.1, M(k) of its
-                                                     objective): `mis` with alpha = 0.5, beta = 5.0
+                                                     objective): `mis` with alpha = 0.5, beta = 5.0; veRL
+                                                     `rollout_is="token"`, `rollout_is_threshold="0.5_5.0"`
+
+Rejection (rs, seq-rs, geo-rs) removes tokens from the loss, it does not reweight them: `correction(...).keep` is 0
+on a rejected token, and the caller aggregates with `mask * keep`, so a rejected token leaves the loss
+normaliser (token-mean), its row's length (seq-mean-token-mean) and the KL term, as veRL 0.9.1 does
+(`compute_rollout_correction_and_add_to_batch` sets `batch["response_mask"]` to the rejection's
+`modified_response_mask`; its rows still count in the sequence count, `global_batch_size` = the mini-batch's rows).
+`correction_weights` (the older call) folds keep into the weights, which only zeroes the rejected tokens' advantages.
+
+Bounds. Ours act on rho itself in every mode, low <= rho <= high. veRL 0.9.1's k1 rejection options act on
+-log rho: `rollout_rs_threshold="L_U"` keeps log L <= -log rho <= log U, i.e. 1/U <= rho <= 1/L. The mapping is
+ours (low, high) = veRL "{1/high}_{1/low}"; a single veRL threshold U keeps 1/U <= rho <= U, our default
+(low = 1/high) with high = U. veRL 0.9.1 clamps log rho_t to +-20 per token before the sum / mean; so do we here.
 
 References: TRL 1.16 `trl/trainer/grpo_trainer.py` (`_generate_and_score_completions`, the
-`vllm_importance_sampling_*` block) and `grpo_config.py`; veRL `verl/trainer/ppo/rollout_corr_helper.py`
-(volcengine/verl@0b4e2a814129c07f016787cbce476132ceb6c5cb: `compute_rollout_correction_weights`,
-`compute_rollout_rejection_mask`, `compute_offpolicy_metrics`); "When Speed Kills Stability" (Liu, Li et al.
-2025, richardli.xyz/rl-collapse); Yao et al. 2025, "Your efficient RL framework secretly brings you off-policy
-RL training" (TIS). The weights are detached: they change the measure, not the objective (veRL's docs §3.2.2).
+`vllm_importance_sampling_*` block) and `grpo_config.py`; veRL 0.9.1 (pip `verl==0.9.1`)
+`verl/trainer/ppo/rollout_corr_helper.py` (`compute_rollout_correction_weights`, `compute_rollout_rejection_mask`,
+`compute_rollout_correction_and_add_to_batch`, `compute_offpolicy_metrics`); "When Speed Kills Stability" (Liu,
+Li et al. 2025, richardli.xyz/rl-collapse); Yao et al. 2025, "Your efficient RL framework secretly brings you
+off-policy RL training" (TIS). The weights are detached: they change the measure, not the objective (veRL's docs
+§3.2.2).
 
 Deviations [our choice]: log rho is clamped to +-20 before exp (veRL's SAFETY_BOUND; TRL does not clamp), which
 changes nothing but weights below e^-20 of an unbounded-below `mis`; padding tokens get weight 0 (TRL gives them
-exp(0) = 1, which its loss then masks); NaN engine log-probs count as no mismatch (TRL's `nan_to_num`).
+exp(0) = 1, which its loss then masks); NaN engine log-probs count as no mismatch (TRL's `nan_to_num`); geo-rs
+divides by max(|o_i|, 1) where veRL divides by |o_i| + 1e-8 (only a rho within ~1e-8 of a bound can differ).
 Defaults of the bounds: `tis`/`seq-tis` (none, 2.0) as veRL's `rollout_is_threshold`; `mis`/`seq-mis` (none,
-3.0) as TRL's `vllm_importance_sampling_clip_min/max`; `rs`/`seq-rs`/`geo-rs` (1/high, 2.0) as veRL's
-`rollout_rs_threshold(_lower)`; `icepop` (0.5, 5.0), the IcePop report's alpha/beta as we read it.
+3.0) as TRL's `vllm_importance_sampling_clip_min/max`; `rs`/`seq-rs`/`geo-rs` (1/high, 2.0): veRL 0.9.1 has no
+default `rollout_rs_threshold` (it must be given); its seq_sum_k1 preset "0.5_2.0" is ours, its seq_mean_k1
+presets' "0.999_1.001" is geo-rs with low=1/1.001, high=1/0.999 (ours stays 2.0, the earlier value); `icepop` (0.5,
+5.0), the IcePop report's alpha/beta as we read it.
 """
 
 from __future__ import annotations
@@ -97,33 +114,57 @@ def _unit_log_ratio(log_rho: torch.Tensor, mask: torch.Tensor, level: str) -> to
     return total / mask.sum(dim=1, keepdim=True).clamp(min=1.0)  # geometric: the mean
 
 
-def correction_weights(
+@dataclass(frozen=True)
+class Correction:
+    """What a rollout correction does to the policy loss; every tensor (N, T) and detached."""
+
+    weights: torch.Tensor  # multiplies the per-token loss (the trainer: the token advantages); 0 on padding
+    keep: torch.Tensor  # 0.0 on a token a rejection mode removed, 1.0 elsewhere: aggregate with `mask * keep`
+    metrics: dict[str, torch.Tensor]  # 0-d tensors, `rollout_corr/*`; the caller converts once per step
+
+
+def correction(
     train_logp: torch.Tensor, infer_logp: torch.Tensor, mask: torch.Tensor, cfg: RolloutCorrection
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Per-token weights w (N, T), detached, 0 on padding, to multiply into the per-token policy-gradient loss,
-    and metrics (0-d tensors, `rollout_corr/*`; the caller converts once per step).
+) -> Correction:
+    """The correction of rows `mask` (N, T): IS weights (tis, seq-tis, mis, seq-mis, icepop; 1 on real tokens
+    otherwise) and the keep mask of the rejection modes (rs, seq-rs, geo-rs; all 1 otherwise).
 
     train_logp (N, T): the trainer's log-probs of the sampled tokens before the update (pi_old); infer_logp
-    (N, T): the engine's (processed, i.e. of the sampling distribution at the same temperature); mask (N, T)."""
+    (N, T): the engine's (processed, i.e. of the sampling distribution at the same temperature); mask (N, T).
+    Rows outside `mask` (padding, rows the caller does not examine) keep 1: a row is only rejected on evidence."""
     level, kind, _, _ = MODES[cfg.mode]
     low, high = cfg.bounds()
     mask = mask.to(train_logp.dtype)
     log_rho = torch.nan_to_num((train_logp - infer_logp).detach(), nan=0.0) * mask  # (N, T)
+    if kind == "reject":  # in log space, each token's log rho clamped first (veRL 0.9.1's k1 statistics)
+        unit = _unit_log_ratio(log_rho.clamp(-SAFETY_BOUND, SAFETY_BOUND), mask, level)  # (N, T) or (N, 1)
+        lo = -math.inf if not low else math.log(low)
+        outside = (unit < lo) | (unit > math.log(high))
+        keep = 1.0 - outside.to(mask.dtype).expand_as(mask) * mask  # (N, T)
+        metrics = _metrics(log_rho, mask, keep * mask, outside.expand_as(mask), kind, level)
+        return Correction(mask.clone(), keep, metrics)
     unit = _unit_log_ratio(log_rho, mask, level).clamp(-SAFETY_BOUND, SAFETY_BOUND)  # (N, T) or (N, 1)
     rho = torch.exp(unit)
-    lo = -math.inf if low is None else low
-    hi = math.inf if high is None else high
-    outside = (rho < lo) | (rho > hi)  # (N, T) or (N, 1)
+    outside = (rho < (-math.inf if low is None else low)) | (rho > (math.inf if high is None else high))
     if kind == "none":
         w = torch.ones_like(rho)
     elif kind == "truncate":
         w = rho.clamp(min=low, max=high)
-    elif kind == "mask":
+    else:  # mask
         w = rho.masked_fill(outside, 0.0)
-    else:  # reject
-        w = (~outside).to(rho.dtype)
     weights = w.expand_as(mask) * mask  # (N, T)
-    return weights, _metrics(log_rho, mask, weights, outside.expand_as(mask), kind, level)
+    metrics = _metrics(log_rho, mask, weights, outside.expand_as(mask), kind, level)
+    return Correction(weights, torch.ones_like(mask), metrics)
+
+
+def correction_weights(
+    train_logp: torch.Tensor, infer_logp: torch.Tensor, mask: torch.Tensor, cfg: RolloutCorrection
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """`correction(...)` as one weight tensor (N, T) = weights x keep, 0 on padding, and its metrics: the older
+    call. A rejection then only zeroes the rejected tokens' advantages: they stay in the loss normaliser, the
+    sequence lengths and the KL term, unlike veRL; to train like veRL 0.9.1 aggregate with `mask * keep`."""
+    out = correction(train_logp, infer_logp, mask, cfg)
+    return out.weights * out.keep, out.metrics
 
 
 def _metrics(log_rho, mask, weights, outside, kind: str, level: str) -> dict[str, torch.Tensor]:

@@ -1,6 +1,8 @@
 """Every policy loss veRL 0.9.1 ships equals veRL's function, imported (not transcribed), on identical random fp64
 tensors with padding: loss value and gradient w.r.t. log_prob, for each aggregation veRL applies. Where we choose
 otherwise (GSPO with token advantages, SAPO's fixed aggregation) the difference is asserted, not hidden.
+The rollout correction's rejection modes keep what veRL's rejection keeps and, with the keep mask as the
+aggregation mask, train like veRL's actor loss (pg + KL); its IS modes equal veRL's weights.
 Runs in `.venv-verl`; skips where veRL is not installed.
 """
 
@@ -13,9 +15,12 @@ pytest.importorskip(  # a module, not "verl": a folder named verl on sys.path wo
 
 import torch  # noqa: E402
 from verl.trainer.ppo import core_algos  # noqa: E402
+from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_weights, compute_rollout_rejection_mask  # noqa: E402
 from verl.workers.config.actor import ActorConfig, PolicyLossConfig  # noqa: E402
 
 from benchctl.losses import get_loss  # noqa: E402
+from benchctl.trainers.losses import aggregation_weights  # noqa: E402
+from benchctl.trainers.rollout_correction import RolloutCorrection, correction, correction_weights  # noqa: E402
 
 AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 FP64 = {"rtol": 1e-12, "atol": 1e-14}
@@ -152,3 +157,100 @@ def test_gmpo_equals_verls_geo_mean_under_seq_mean_token_mean():
                 EPS8,
                 token_adv,
             )
+
+
+# ---- rollout correction: veRL 0.9.1 rollout_corr_helper (compute_rollout_rejection_mask, ..._correction_weights) --
+REJECT = {"rs": "token_k1", "seq-rs": "seq_sum_k1", "geo-rs": "seq_mean_k1"}
+# (mode, our low, our high, veRL threshold): ours bound rho, veRL's k1 options bound -log rho ("L_U" keeps
+# 1/U <= rho <= 1/L), so ours (low, high) = veRL "{1/high}_{1/low}" and a single U = our default low 1/U
+BOUNDS = [
+    ("rs", None, 1.3, 1.3),
+    ("rs", 0.8, 1.5, f"{1 / 1.5}_{1 / 0.8}"),
+    ("seq-rs", None, 2.0, "0.5_2.0"),  # veRL's decoupled_seq_is_rs preset
+    ("seq-rs", 0.5, 4.0, f"{1 / 4.0}_{1 / 0.5}"),
+    ("geo-rs", None, 1.1, 1.1),
+    ("geo-rs", 0.95, 1.2, f"{1 / 1.2}_{1 / 0.95}"),
+]
+
+
+def mismatch(seed, n=10, t=12):
+    """(old, rollout) log-probs with a ~0.3-nat mismatch, plus `batch`'s log_prob, advantages, mask, reference."""
+    logp, _, adv, mask = batch(seed, n, t)
+    g = torch.Generator().manual_seed(100 + seed)
+    old = logp.detach() + 0.15 * torch.randn(n, t, generator=g, dtype=torch.float64)
+    rollout = old + 0.3 * torch.randn(n, t, generator=g, dtype=torch.float64) * mask
+    ref = logp.detach() + 0.2 * torch.randn(n, t, generator=g, dtype=torch.float64)
+    return logp, old, rollout, adv, mask, ref
+
+
+@pytest.mark.parametrize("mode,low,high,threshold", BOUNDS)
+def test_rejection_keep_mask_equals_verls_modified_response_mask(mode, low, high, threshold):
+    for seed in range(4):
+        _, old, rollout, _, mask, _ = mismatch(seed)
+        ref_mask, _ = compute_rollout_rejection_mask(old - rollout, mask, REJECT[mode], threshold)
+        keep = correction(old, rollout, mask, RolloutCorrection(mode, low, high)).keep
+        torch.testing.assert_close(mask * keep, ref_mask.to(mask.dtype), rtol=0, atol=0)
+        assert 0 < float((mask * (1 - keep)).sum()) < float(mask.sum())  # the bounds bind, not everywhere
+
+
+def verl_training_loss(logp, old, adv, mask, ref, agg, kl_coef):
+    """veRL 0.9.1's actor loss (workers/utils/losses.py ppo_loss): vanilla pg + kl_coef x agg(low_var_kl), on the
+    rejection's response mask, with global_batch_size = the rows and batch_num_tokens = its kept tokens."""
+    lp = logp.detach().clone().requires_grad_(True)
+    cfg = config("vanilla", mask.shape[0], mask.sum(), clip=(0.2, 0.28), c=3.0)
+    pg, _ = core_algos.get_policy_loss_fn("vanilla")(old, lp, adv, mask, agg, cfg)
+    kl = core_algos.kl_penalty(lp, ref, "low_var_kl")
+    loss = pg + kl_coef * core_algos.agg_loss(kl, mask, agg, **cfg.global_batch_info)
+    loss.backward()
+    return loss.detach(), lp.grad
+
+
+def ours_training_loss(logp, old, adv, mask, ref, agg, kl_coef):
+    """The trainer's path: one registry call with the aggregation weights of `mask` (ALL rows of the mini-batch)."""
+    lp = logp.detach().clone().requires_grad_(True)
+    weights = aggregation_weights(mask, agg, torch.ones(mask.shape[0], dtype=torch.bool), mask.shape[1])
+    loss, _ = get_loss("ppo_clip", clip_low=0.2, clip_high=0.28, c=3.0)(
+        lp, old, adv, mask, weights, kl_coef=kl_coef, ref_log_prob=ref
+    )
+    loss.backward()
+    return loss.detach(), lp.grad
+
+
+@pytest.mark.parametrize("agg", AGGS)
+@pytest.mark.parametrize("mode,low,high,threshold", BOUNDS)
+def test_rejection_trains_like_verl_when_keep_is_the_aggregation_mask(mode, low, high, threshold, agg):
+    tol = EPS8 if agg == "seq-mean-token-mean" else FP64
+    for seed in range(3):
+        logp, old, rollout, adv, mask, ref = mismatch(seed)
+        ref_mask, _ = compute_rollout_rejection_mask(old - rollout, mask, REJECT[mode], threshold)
+        want = verl_training_loss(logp, old, adv, ref_mask.to(mask.dtype), ref, agg, 0.1)
+        corr = correction(old, rollout, mask, RolloutCorrection(mode, low, high))
+        got = ours_training_loss(logp, old, adv * corr.weights, mask * corr.keep, ref, agg, 0.1)
+        torch.testing.assert_close(got[0], want[0], **tol)
+        torch.testing.assert_close(got[1], want[1], **tol)
+
+
+def test_the_older_call_multiplying_advantages_by_keep_does_not_train_like_verl():
+    logp, old, rollout, adv, mask, ref = mismatch(0)
+    ref_mask, _ = compute_rollout_rejection_mask(old - rollout, mask, "seq_sum_k1", 2.0)
+    want = verl_training_loss(logp, old, adv, ref_mask.to(mask.dtype), ref, "token-mean", 0.1)
+    weights, _ = correction_weights(old, rollout, mask, RolloutCorrection("seq-rs"))
+    got = ours_training_loss(logp, old, adv * weights, mask, ref, "token-mean", 0.1)
+    assert float((got[0] - want[0]).abs()) > 1e-3 and float((got[1] - want[1]).abs().max()) > 1e-4
+
+
+@pytest.mark.parametrize(
+    "mode,low,high,level,threshold",
+    [
+        ("tis", None, 2.0, "token", 2.0),
+        ("seq-tis", None, 2.0, "sequence", 2.0),
+        ("icepop", None, None, "token", "0.5_5.0"),
+    ],
+)
+def test_is_weights_equal_verls_rollout_is(mode, low, high, level, threshold):
+    for seed in range(3):
+        _, old, rollout, _, mask, _ = mismatch(seed)
+        want, _ = compute_rollout_correction_weights(old - rollout, mask, level, threshold)
+        corr = correction(old, rollout, mask, RolloutCorrection(mode, low, high))
+        torch.testing.assert_close(corr.weights, want, **FP64)
+        assert bool((corr.keep == 1).all())
