@@ -1,7 +1,8 @@
 """Rollout correction (issue 16): each mode's weights equal its peer's formula on the same random tensors, TRL's
 (transcribed: its computation is inline in a trainer method, not importable) and veRL's (transcribed: veRL is
-not installed here); the metrics are the definitions they claim; multiplying the advantages by the weights is
-multiplying the per-token clipped loss by them."""
+not installed here; tests/integrations/verl/test_losses_vs_verl.py imports veRL 0.9.1's functions in .venv-verl);
+the metrics are the definitions they claim; multiplying the advantages by the weights is multiplying the
+per-token clipped loss by them; a rejection's keep mask is what leaves the aggregation (issue 24)."""
 
 import math
 
@@ -10,7 +11,7 @@ import torch
 
 from benchctl.errors import BenchctlError
 from benchctl.trainers.losses import clipped_surrogate
-from benchctl.trainers.rollout_correction import MODES, RolloutCorrection, correction_weights
+from benchctl.trainers.rollout_correction import MODES, RolloutCorrection, correction, correction_weights
 
 
 def _inputs(seed: int, n: int = 6, t: int = 9, scale: float = 0.4):
@@ -46,7 +47,9 @@ def trl_is_ratio(old_per_token_logps, sampling_per_token_logps, completion_mask,
     return ratio  # (B, T) token modes, (B, 1) sequence modes; TRL multiplies it into per_token_loss
 
 
-# ---- veRL, verl/trainer/ppo/rollout_corr_helper.py at volcengine/verl@0b4e2a814129c07f016787cbce476132ceb6c5cb:
+# ---- veRL, verl/trainer/ppo/rollout_corr_helper.py at volcengine/verl@0b4e2a814129c07f016787cbce476132ceb6c5cb
+# (0.7.0.dev; its rejection bounded rho itself, which our bounds still do: 0.9.1's k1 options bound -log rho, the
+# mapping is in the module docstring and tested against 0.9.1 in the veRL venv):
 # compute_rollout_correction_weights (IS, truncation), compute_rollout_rejection_mask (RS) and
 # compute_offpolicy_metrics (kl, k3_kl), transcribed without metrics/batch-normalisation; verl_F.masked_* from
 # verl/utils/torch_functional.py.
@@ -211,3 +214,32 @@ def test_bad_mode_or_bounds_fail_with_one_line_naming_the_choices():
         RolloutCorrection("tis", low=3.0, high=2.0)
     assert RolloutCorrection("rs", high=4.0).bounds() == (0.25, 4.0)
     assert RolloutCorrection("icepop").bounds() == (0.5, 5.0)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_only_rejection_modes_drop_tokens_and_the_older_call_is_weights_times_keep(mode):
+    train, infer, mask = _inputs(4, scale=0.8)
+    cfg = RolloutCorrection(mode, high=1.2 if mode == "geo-rs" else None)  # a geometric mean moves little
+    out = correction(train, infer, mask, cfg)
+    weights, _ = correction_weights(train, infer, mask, cfg)
+    torch.testing.assert_close(weights, out.weights * out.keep)
+    assert bool((out.keep[mask == 0] == 1).all())  # padding is never "rejected": mask * keep is the loss mask
+    if MODES[mode][1] == "reject":
+        torch.testing.assert_close(out.weights, mask)  # rejection removes, it does not reweight
+        assert 0 < float(((1 - out.keep) * mask).sum()) < float(mask.sum())
+    else:
+        assert bool((out.keep == 1).all())
+
+
+def test_a_rejected_sequence_leaves_the_token_mean_normaliser():
+    """With keep as the aggregation mask, token-mean divides by the kept tokens only (veRL 0.9.1); the older call
+    (advantages x keep, full mask) divides by every token."""
+    from benchctl.trainers.losses import aggregation_weights
+
+    train, infer, mask = _inputs(6, scale=0.8)
+    out = correction(train, infer, mask, RolloutCorrection("seq-rs"))
+    rows = torch.ones(mask.shape[0], dtype=torch.bool)
+    kept = aggregation_weights(mask * out.keep, "token-mean", rows, mask.shape[1])
+    assert 0 < float((mask * out.keep).sum()) < float(mask.sum())
+    assert float(kept.sum()) == pytest.approx(1.0)
+    assert float(kept.max()) == pytest.approx(1.0 / float((mask * out.keep).sum()))
