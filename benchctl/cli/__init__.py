@@ -96,6 +96,7 @@ from benchctl.cli import data as _data  # noqa: E402
 from benchctl.cli import estimators as _estimators  # noqa: E402
 from benchctl.cli import evaluate as _evaluate  # noqa: E402
 from benchctl.cli import ingest as _ingest  # noqa: E402
+from benchctl.cli import losses as _losses  # noqa: E402
 from benchctl.cli import matrix as _matrix  # noqa: E402
 from benchctl.cli import models as _models  # noqa: E402
 from benchctl.cli import report as _report  # noqa: E402
@@ -103,7 +104,7 @@ from benchctl.cli import simulate as _simulate  # noqa: E402
 from benchctl.cli import tasks as _tasks  # noqa: E402
 from benchctl.cli import train as _train  # noqa: E402
 
-for _module in (_estimators, _simulate, _tasks, _evaluate, _models, _train, _report, _data, _matrix, _ingest):
+for _module in (_estimators, _losses, _simulate, _tasks, _evaluate, _models, _train, _report, _data, _matrix, _ingest):
     _module.register(app)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,7 +113,9 @@ def loss_info(name: str) -> LossInfo:
     spec = get_spec(name)
     fields = doc_fields(inspect.getdoc(spec.fn) or "")
     params = tuple(HyperParam(f.name, f.default, f.metadata.get("help", "")) for f in dataclasses.fields(spec.params))
-    notes = [f"Deviations: {fields['Deviations']}"] if fields.get("Deviations") else []
+    module_doc = inspect.cleandoc(getattr(sys.modules.get(spec.fn.__module__), "__doc__", None) or "")
+    notes = [" ".join(p.split()) for p in module_doc.split("\n\n") if "[our choice]" in p]
+    notes += [f"Deviations: {fields['Deviations']}"] if fields.get("Deviations") else []
     notes += [f"{hp.name}: {hp.help}" for hp in params if "[our choice]" in hp.help]
     found = ARXIV.search(fields.get("Reference", ""))
     return LossInfo(
@@ -124,7 +127,7 @@ def loss_info(name: str) -> LossInfo:
         inert_on_policy=spec.inert_on_policy,
         formula=fields.get("Formula", ""),
         source=fields.get("Reference", ""),
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys(notes)),
     )
 
 

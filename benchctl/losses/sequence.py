@@ -3,7 +3,7 @@
 The sequence log ratio is the length-normalised sum (1/|o_i|) sum_t log r_it (GSPO, GMPO) or the plain sum
 (VESPO); a row's per-sequence loss is broadcast over its tokens and aggregated by `loss_agg_mode`.
 
-GSPO vs GSPO-token [our choice: both, named]: with an advantage constant over a row's tokens (outcome rewards)
+GSPO vs GSPO-token [our choice] (both, named): with an advantage constant over a row's tokens (outcome rewards)
 the two have equal value and gradient; with token-varying advantages (OAR) or token weights they differ. `gspo`
 lets the whole sequence ratio's gradient reach every token, as GSPO Eq. 5-7 and TRL 1.16
 (`importance_sampling_level="sequence"`) do; `gspo_token` is GSPO §4.3's GSPO-token, veRL 0.9.1's `gspo` loss,
@@ -25,8 +25,8 @@ from benchctl.trainers.losses import clipped_surrogate, log_ratio
 
 @dataclass(frozen=True)
 class GspoParams:
-    clip_low: float = hp(3e-4, "sequence ratio clipped below at 1 - clip_low (GSPO §5.1: 3e-4); in [0, 1)")
-    clip_high: float = hp(4e-4, "sequence ratio clipped above at 1 + clip_high (GSPO §5.1: 4e-4); >= 0")
+    clip_low: float = hp(3e-4, "sequence ratio clipped below at 1 - clip_low (the GSPO paper's 3e-4); in [0, 1)")
+    clip_high: float = hp(4e-4, "sequence ratio clipped above at 1 + clip_high (the GSPO paper's 4e-4); >= 0")
 
     def __post_init__(self) -> None:
         number("clip_low", self.clip_low, 0.0, 1.0, high_open=True)
