@@ -1,7 +1,8 @@
 """`get_loss(name, **params)` -> `Loss`, `parse_loss("NAME(k=v,...)")`, and read-only descriptions for the CLI.
 
 The spec syntax is the estimators' (`benchctl.lab.specs`): `ppo_clip`, `ppo_clip(clip_high=0.28, c=3)`; values
-are typed by the loss's parameter dataclass (`benchctl.estimators.settings`: int, float, true/false, none).
+are typed by the loss's parameter dataclass as `benchctl.estimators.settings` types them (int, float, true/false,
+none).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from benchctl.errors import BenchctlError
 from benchctl.estimators.info import ARXIV, HyperParam, doc_fields
-from benchctl.estimators.settings import _coerce
+from benchctl.losses._common import aggregate, token_mean
 from benchctl.losses.registry import LossSpec, get_spec, registered_names
 from benchctl.trainers.losses import k3_kl
 
@@ -47,17 +48,31 @@ class Loss:
     def __call__(
         self, log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, *, kl_coef=0.0, ref_log_prob=None
     ):
-        """The loss plus kl_coef x the k3 KL to the reference, aggregated with the same weights; (loss, metrics).
-
-        The trainer's one registry call: `loss_agg_mode` the (N, T) weights of the whole mini-batch."""
+        """(loss, metrics): the loss plus kl_coef x the k3 KL to the reference (Schulman 2020; veRL's low_var_kl,
+        TRL's beta term) under the same aggregation. The trainer's one registry call, with `loss_agg_mode` the
+        (N, T) weights `aggregation_weights` gives over the whole mini-batch and `response_mask` the tokens left
+        after a rollout correction's rejection; metrics are 0-d detached tensors (`loss/*` add over micro-batches,
+        `policy/*` are token means: `benchctl.trainers.losses.combine_metrics`)."""
         loss, metrics = self.spec.fn(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, self.params)
         if kl_coef > 0.0 and ref_log_prob is not None:
-            from benchctl.losses._common import agg_weights, token_mean
-
             kl = k3_kl(log_prob, ref_log_prob)  # (N, T)
-            loss = loss + kl_coef * (agg_weights(response_mask, loss_agg_mode) * kl).sum()
+            loss = loss + kl_coef * aggregate(kl, response_mask, loss_agg_mode)
             metrics = {**metrics, "policy/kl": token_mean(kl, response_mask)}
         return loss, {**metrics, "loss/total": loss.detach()}
+
+
+def _typed(key: str, text: str, annotation: str) -> Any:
+    """One `key=value` value typed by its field's annotation ("float", "float | None", "bool", "int", "str")."""
+    low = text.strip().lower()
+    if "None" in annotation and low in ("none", "null"):
+        return None
+    kind = next((k for k in ("bool", "int", "float") if k in annotation), None)
+    if kind == "bool" and low in ("true", "false"):
+        return low == "true"
+    try:
+        return {"int": int, "float": float}[kind](text) if kind in ("int", "float") else text
+    except ValueError:
+        raise BenchctlError(f"{key}={text!r} is not a valid {kind}") from None
 
 
 def _text(value: Any) -> str:
@@ -91,7 +106,7 @@ def parse_loss(text: str) -> Loss:
         key = key.strip().replace("-", "_")
         if not sep or not key.isidentifier():
             raise BenchctlError(f"bad hyperparameter {pair!r} in {text!r}; expected key=value")
-        params[key] = _coerce(key, value.strip().strip("'\""), types.get(key, ""))
+        params[key] = _typed(key, value.strip().strip("'\""), types.get(key, ""))
     return get_loss(spec.name, **params)
 
 
