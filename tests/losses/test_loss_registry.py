@@ -84,3 +84,13 @@ def test_a_plugin_registers_and_a_duplicate_name_with_another_function_is_refuse
         unregister_loss("doubled_for_test")
     with pytest.raises(BenchctlError, match="signature"):
         register_loss("bad_for_test", params=Params)(lambda log_prob, advantages: None)
+
+
+def test_the_package_imports_with_numpy_and_torch_only():
+    """The veRL venv imports it beside veRL: no CLI, model or engine library comes with it."""
+    import subprocess
+    import sys
+
+    code = "import sys, benchctl.losses; print(' '.join({m.split('.')[0] for m in sys.modules}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "torch" in loaded and not {"typer", "rich", "transformers", "vllm", "trl", "verl"} & set(loaded)
