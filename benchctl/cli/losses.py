@@ -86,7 +86,7 @@ clip, gate or mask acts only when a rollout batch is used for several optimizer 
 - **veRL's `grpo_passk`** advantage estimator gives only the best response of a group a non-zero advantage
   (r_max - r_second, arXiv:2503.19595); it is **not the Pass@k Training paper** (arXiv:2508.10751), whose
   analytical pass@k advantage is benchctl's `passk` estimator.
-- **GSPO and GSPO-token.** veRL 0.9.1's `gspo` loss is the paper's GSPO-token (§4.3): each token carries its own
+- **GSPO and GSPO-token.** veRL 0.9.1's `gspo` loss is the GSPO paper's GSPO-token: each token carries its own
   gradient scaled by the detached sequence ratio (`gspo_token` here). TRL's GSPO (`importance_sampling_level=
   "sequence"`) sends the whole sequence ratio's gradient to every token (`gspo` here). With advantages constant
   over a response (outcome rewards) the two are equal in value and gradient; with token-varying advantages (OAR)

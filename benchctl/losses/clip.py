@@ -38,7 +38,7 @@ class ClipParams:
 def ppo_clip(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: ClipParams):
     """PPO clipped surrogate with decoupled clip range and optional dual-clip.
 
-    Reference: arXiv:1707.06347 Eq. 7 (PPO); arXiv:2503.14476 Eq. 10 (DAPO clip-higher); arXiv:1912.09729 Eq. 5
+    Reference: arXiv:1707.06347 Eq. 7 (PPO); arXiv:2503.14476 Eq. 10 (DAPO clip-higher); arXiv:1912.09729
     (dual-clip PPO); code: veRL 0.9.1 compute_policy_loss_vanilla, TRL 1.16 loss_type grpo/bnpo/dr_grpo/dapo.
     Formula: l_t = max(-A_t r_t, -A_t clip(r_t, 1 - clip_low, 1 + clip_high)); A_t < 0 and c set: min(l_t, -A_t c)
     Shapes: (N, T) tensors -> loss 0-d; metrics policy/clip_low, policy/clip_high, policy/dual_clip fractions.
@@ -83,7 +83,8 @@ class CispoParams:
 def cispo(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: CispoParams):
     """CISPO: REINFORCE on log pi weighted by the clipped, stop-gradient importance ratio (no token is dropped).
 
-    Reference: arXiv:2506.13585 §3.1 (MiniMax-M1, CISPO objective); arXiv:2510.13786 (ScaleRL, epsilon_max);
+    Reference: arXiv:2506.13585 (MiniMax-M1, the CISPO objective; equation numbers not checked here);
+    arXiv:2510.13786 (ScaleRL, epsilon_max);
     code: veRL 0.9.1 compute_policy_loss_cispo, TRL 1.16 loss_type cispo.
     Formula: l_t = -sg(clip(r_t, 1 - clip_low, 1 + clip_high)) A_t log pi(y_t)
     Shapes: (N, T) tensors -> loss 0-d; metrics policy/clip_low, policy/clip_high fractions of truncated weights.
@@ -110,7 +111,8 @@ class NoParams:
 def gpg(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: NoParams):
     """GPG: the plain policy-gradient (REINFORCE) surrogate, no ratio and no clip.
 
-    Reference: arXiv:2504.02546 Eq. 5 (GPG); code: veRL 0.9.1 compute_policy_loss_gpg.
+    Reference: arXiv:2504.02546 (GPG; equation numbers not checked here); code: veRL 0.9.1
+    compute_policy_loss_gpg.
     Formula: l_t = -A_t log pi(y_t)
     Shapes: (N, T) tensors -> loss 0-d (old_log_prob is only used for the ppo_kl metric).
     Deviations: none (GPG's own advantage normalisation is the `gpg` estimator).
@@ -131,8 +133,9 @@ class DroParams:
 def dro(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: DroParams):
     """DRO: policy gradient on log pi with a quadratic penalty on the log ratio instead of a clip.
 
-    Reference: arXiv:2405.19107 (Direct Reward Optimisation, §3: the squared log-ratio regulariser); code:
-    veRL 0.9.1 compute_policy_loss_dro (its only source here: the paper's value head is not part of it).
+    Reference: arXiv:2405.19107 (Direct Reward Optimisation: the gradient of its mean-squared objective
+    1/2 (A - beta log r)^2 is beta x this loss's; equation numbers not checked here); code: veRL 0.9.1
+    compute_policy_loss_dro.
     Formula: l_t = -(A_t log pi(y_t) - beta/2 (log r_t)^2)
     Shapes: (N, T) tensors -> loss 0-d.
     Deviations: veRL's token form is followed (the paper regularises towards a fixed reference policy).

@@ -43,7 +43,8 @@ class ClipCovParams:
 def clip_cov(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: ClipCovParams):
     """Clip-Cov: the PPO clip, plus the gradient of a random ratio-share of the tokens with lb < cov_t < ub cut.
 
-    Reference: arXiv:2505.22617 §4.2 Eq. 11 (Clip-Cov); code: veRL 0.9.1 compute_policy_loss_clip_cov.
+    Reference: arXiv:2505.22617 (Clip-Cov; equation numbers not checked here); code: veRL 0.9.1
+    compute_policy_loss_clip_cov.
     Formula: l_t = max(-A_t r_t, -A_t clip(r_t, 1 - clip_low, 1 + clip_high)) x (0 if t is drawn else 1); draw
       max(1, floor(ratio x tokens)) of the unclipped real tokens with lb < cov_t < ub, uniformly
     Shapes: (N, T) tensors -> loss 0-d; metric policy/cov_cut (token fraction cut).
@@ -81,7 +82,8 @@ class KlCovParams:
 def kl_cov(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: KlCovParams):
     """KL-Cov: the unclipped surrogate, plus a |log r| penalty on the top-covariance tokens.
 
-    Reference: arXiv:2505.22617 §4.2 Eq. 12 (KL-Cov); code: veRL 0.9.1 compute_policy_loss_kl_cov.
+    Reference: arXiv:2505.22617 (KL-Cov; equation numbers not checked here); code: veRL 0.9.1
+    compute_policy_loss_kl_cov.
     Formula: l_t = -A_t r_t + kl_coef |log r_t| 1[t among the max(1, floor(ratio x tokens)) largest cov_t]
     Shapes: (N, T) tensors -> loss 0-d; metric policy/kl_cov (token fraction penalised).
     Deviations: none from veRL (its covariance means are plain means here too; no clip, as in the paper).

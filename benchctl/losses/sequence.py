@@ -5,8 +5,8 @@ The sequence log ratio is the length-normalised sum (1/|o_i|) sum_t log r_it (GS
 
 GSPO vs GSPO-token [our choice] (both, named): with an advantage constant over a row's tokens (outcome rewards)
 the two have equal value and gradient; with token-varying advantages (OAR) or token weights they differ. `gspo`
-lets the whole sequence ratio's gradient reach every token, as GSPO Eq. 5-7 and TRL 1.16
-(`importance_sampling_level="sequence"`) do; `gspo_token` is GSPO §4.3's GSPO-token, veRL 0.9.1's `gspo` loss,
+lets the whole sequence ratio's gradient reach every token, as GSPO (Eq. 7) and TRL 1.16
+(`importance_sampling_level="sequence"`) do; `gspo_token` is the GSPO paper's GSPO-token, veRL 0.9.1's `gspo` loss,
 whose token t only carries its own token's gradient, scaled by the detached sequence ratio.
 """
 
@@ -49,7 +49,8 @@ def _clip_metrics(log_prob, old_log_prob, response_mask, loss, low, high) -> dic
 def gspo(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: GspoParams):
     """GSPO: the PPO clip on the length-normalised sequence ratio, its gradient through every token.
 
-    Reference: arXiv:2507.18071 Eq. 5-7 (GSPO); code: TRL 1.16 loss_type grpo, importance_sampling_level sequence.
+    Reference: arXiv:2507.18071 Eq. 7 (GSPO's sequence ratio); code: TRL 1.16 loss_type grpo with
+    importance_sampling_level sequence.
     Formula: s_i = exp((1/|o_i|) sum_t log r_it); l_it = max(-A_it s_i, -A_it clip(s_i, 1 - clip_low, 1 + clip_high))
     Shapes: (N, T) tensors -> loss 0-d; metrics policy/clip_low, policy/clip_high token fractions.
     Deviations: token-varying advantages enter as in TRL (see the module docstring; veRL's form is gspo_token).
@@ -63,8 +64,10 @@ def gspo(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, param
 def gspo_token(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: GspoParams):
     """GSPO-token: the sequence ratio's value with each token's own gradient (token-level advantages).
 
-    Reference: arXiv:2507.18071 §4.3 (GSPO-token); code: veRL 0.9.1 compute_policy_loss_gspo.
-    Formula: s_it = sg(s_i) pi(y_it) / sg(pi(y_it)); l_it = max(-A_it s_it, -A_it clip(s_it, 1 - lo, 1 + hi))
+    Reference: arXiv:2507.18071 (GSPO-token, in the GSPO paper; equation numbers not checked here); code: veRL
+    0.9.1 compute_policy_loss_gspo.
+    Formula: s_it = sg(s_i) pi(y_it) / sg(pi(y_it));
+      l_it = max(-A_it s_it, -A_it clip(s_it, 1 - clip_low, 1 + clip_high))
     Shapes: (N, T) tensors -> loss 0-d; metrics policy/clip_low, policy/clip_high token fractions.
     Deviations: log s_it is clamped at 10 before exp, as veRL does.
     """
@@ -93,8 +96,10 @@ def luspo(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, para
 
 @dataclass(frozen=True)
 class GmpoParams:
-    clip_low: float = hp(0.4, "log r clipped below at -clip_low (GMPO clips in log space, its default 0.4); > 0")
-    clip_high: float = hp(0.4, "log r clipped above at clip_high (GMPO default 0.4); > 0")
+    clip_low: float = hp(
+        0.4, "log r clipped below at -clip_low (GMPO clips in log space, (e^-0.4, e^0.4) as we read it); > 0"
+    )
+    clip_high: float = hp(0.4, "log r clipped above at clip_high (GMPO: 0.4 as we read it); > 0")
 
     def __post_init__(self) -> None:
         number("clip_low", self.clip_low, 0.0, low_open=True)
@@ -105,7 +110,8 @@ class GmpoParams:
 def gmpo(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: GmpoParams):
     """GMPO: the geometric mean of the token ratios, each clipped in log space, times the row's advantage.
 
-    Reference: arXiv:2507.20673 Eq. 4 (GMPO); code: veRL 0.9.1 compute_policy_loss_geo_mean (`geo_mean`).
+    Reference: arXiv:2507.20673 (GMPO; equation numbers not checked here); code: veRL 0.9.1
+    compute_policy_loss_geo_mean (`geo_mean`).
     Formula: l_i = -Abar_i exp((1/|o_i|) sum_t sgn(A) min(sgn(A) log r_it, sgn(A) clip(log r_it, -clip_low, clip_high)))
     Shapes: (N, T) tensors -> loss 0-d; l_i (N, 1) is broadcast over the row's tokens; Abar_i = row mean of A.
     Deviations: veRL takes the plain mean of l_i over rows, which is seq-mean-token-mean here (the default); row
