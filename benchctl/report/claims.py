@@ -43,6 +43,9 @@ Verdicts (read in the claim's direction: `less` / `at_most` mirror the interval 
   holds: "OAR-P at least matches OAR-G" says nothing when OAR-G does not beat GRPO, since two arms that both equal
   GRPO also "match";
 * otherwise (or with too few seeds) `inconclusive`.
+`inert` names the claim's arm or baseline whose mechanism did not act (median `mechanism_acted_frac` of its runs
+under 5%, `benchctl.report.health`): "arm avspo inert: trained as its base (...)"; the verdict is kept, but it is
+then a verdict about the base method.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ CLAIM_COLUMNS = (
     "verdict",
     "paper_effect",
     "reason",
+    "inert",
 )
 MIN_SEEDS = 3
 
@@ -213,6 +217,18 @@ def _select(runs: pd.DataFrame, label: str, where: Mapping[str, Any]) -> pd.Data
     return runs[keep]
 
 
+def _inert(runs: pd.DataFrame, c: Claim) -> str:
+    """'arm avspo inert: trained as its base (...)' for the claim's arm and baseline whose mechanism did not act
+    (`health.inert_note` of their runs), '; '-joined; '' when both acted or have no mechanism."""
+    from benchctl.report.health import inert_note
+
+    notes = [
+        (who, name, inert_note(_select(runs, name, where)))
+        for who, name, where in (("arm", c.arm, c.arm_where), ("baseline", c.baseline, c.baseline_where))
+    ]
+    return "; ".join(f"{who} {name} {note}" for who, name, note in notes if note)
+
+
 def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
     """Values of the arm and of the baseline as units x seeds frames (runs of one seed averaged): problems x seeds
     of per-problem pass@k, or one row of per-run training-metric means; or a reason why there are none."""
@@ -332,8 +348,10 @@ def _claim_row(data, c: Claim, confidence: float, premise: dict | None, populati
         "paper_effect": c.paper_effect,
     }
     if c.testbed:
+        row["inert"] = ""
         row.update(effect=np.nan, low=np.nan, high=np.nan, seeds=0, mde=np.nan, verdict="inconclusive")
         return {**row, "reason": f"not expressible on this testbed: {c.testbed}"}
+    row["inert"] = _inert(data.runs, c)
     arm, base, reason = run_values(data, c)
     effect, low, high, n, mde = seed_effect(arm, base, c.relative, confidence, population)
     if c.relative:  # the log-ratio mde as a relative change in the claim's direction

@@ -157,15 +157,20 @@ def fit_curve(c: np.ndarray, r: np.ndarray, r0: float | None = None) -> Fit:
 
 def fit_arm(points: pd.DataFrame) -> ArmFit:
     """Points of one (arm, task) (columns seed, tokens, score) -> its ArmFit: the pooled fit, then one fit per seed
-    with R0 fixed (the step-0 mean, else the pooled fit's R0); seeds whose fit failed are left out."""
+    with R0 fixed at the seed's own step-0 score (else the arm's step-0 mean, else the pooled fit's R0: a shared R0
+    would put its evaluation noise into every seed alike, where no interval over seeds sees it); seeds whose fit
+    failed are left out."""
     start = points[points["tokens"] <= 0]
     r0 = float(start["score"].mean()) if len(start) else None
     pooled = fit_curve(points["tokens"].to_numpy(), points["score"].to_numpy(), r0)
     r0 = pooled.r0 if r0 is None and pooled.ok else r0
     per_seed = []
     if pooled.ok and points["seed"].nunique() > 1:
-        for _, own in points[points["tokens"] > 0].groupby("seed"):
-            fit = fit_curve(own["tokens"].to_numpy(), own["score"].to_numpy(), r0)
+        for _, own in points.groupby("seed"):
+            first = own.loc[own["tokens"] <= 0, "score"]  # the seed's own step-0 score: its noise stays in the seed
+            fit = fit_curve(
+                own["tokens"].to_numpy(), own["score"].to_numpy(), float(first.mean()) if len(first) else r0
+            )
             if fit.ok:
                 per_seed.append((fit.a, fit.b, fit.c_mid))
     return ArmFit(pooled, np.array(per_seed, dtype=float).reshape(-1, 3), float(points["tokens"].max()))

@@ -1,38 +1,62 @@
-"""Run health: `ok`, `collapsed`, `diverged` or `stalled`, with the evidence (which metric, which step, which
-value), from one run's training metrics and held-out evaluations.  Pure: frames in, a label out; nothing is read
-or written here (`benchctl.report.load` calls `classify` for every run; the report writes it to runs.parquet).
+"""Run health: `ok`, `diverged`, `collapsed`, `stalled` or `entropy_decayed`, with the evidence (which metric, which
+step, which value), from one run's training metrics and held-out evaluations; and whether the run's mechanism acted
+(`mechanism_activity`).  Pure: frames in, a label out; nothing is read or written here (`benchctl.report.load`
+calls `classify` for every run; the report writes it to runs.parquet).
 
 States and thresholds [our choices; the defaults of `Thresholds`]:
 * diverged: a non-finite value (NaN or inf) in `loss/*` or `policy/grad_norm` at a step that trained rows
   (`update/rows_trained` > 0, every step when that column is missing: a step with no row to train logs no loss),
-  or `policy/grad_norm` (the norm before clipping) above 100x the run's median over steps with a non-zero norm
-  (at least 3 such steps).
-* collapsed: held-out pass@1 of the last evaluation under a quarter of the first one (step 0 when the run was
-  trained with eval_every, which evaluates the starting model; the final one is RUN/eval/final), on any task;
-  or `policy/entropy` at the end (mean of the last 10% of its finite values) under 5% of its first finite value
-  or under 0.001 nats per token; or the training `reward/mean` at the end (mean over the last 10% of the steps)
-  under a quarter of its start (mean over the first 10%) [our addition: it needs no periodic evaluation, which
-  matrix cells usually lack]; or the evaluation the report uses solves no held-out problem of the training task
-  (or of its designated held-out task, `eval_task_resolved`) at its largest k (pass@16 = 0) although the
-  training reward started above 0 [our addition, for the same reason].  The end and start windows hold at
-  least 3 steps (`MIN_EDGE`): runs with fewer than 6 logged values of a metric are not judged on it.
+  or a gradient spike: log `policy/grad_norm` (the norm before clipping) above the run's median log norm by more
+  than max(6 robust standard deviations, log 100), the robust standard deviation the normal-scaled median absolute
+  deviation of the log norms over steps with a non-zero norm (at least 3 such steps).  On the log scale heavy
+  but healthy noise (lognormal norms, sigma 1.5) moves the threshold with it; a step 100x the median is always a
+  spike in a run whose norms barely move.
+* collapsed: the score ends under half of its smoothed running peak (and at least 0.05 under it, so that noise
+  around a small score is not a collapse), late collapses included: the smoothed series' last value against its
+  maximum.  The score is the held-out pass@1 of each task evaluated at least twice (steps >= 0; step 0 evaluates
+  the starting model when the run was trained with eval_every; the final one is RUN/eval/final), and the training
+  `reward/mean` when no task was evaluated periodically (3 or more times).  Smoothing: a trailing mean over 5% of
+  the points (`smooth_fraction`, rounded down: a collapse over the last 5% fills the last window), at least 3
+  steps of `reward/mean` (runs with fewer than 6 logged rewards are not judged on it) and 1 evaluation (each is
+  already a mean over problems).  Also collapsed: an entropy blow-up,
+  `policy/entropy` ending at 3x its start or more (means over the end and start windows) while `reward/mean`
+  falls (its end under its start by 0.05, or under half of it); and the evaluation the report uses solving no
+  held-out problem of the training task (or of its designated held-out task, `eval_task_resolved`) at its largest
+  k (pass@16 = 0) although the training reward started above 0 [our addition: it needs no periodic evaluation].
 * stalled: no informative group in the last quarter of the steps (at least 2): every step there has
   `acr/all` == 1 (every group all right or all wrong) or `update/rows_trained` == 0.
-A run with findings of several states is labelled by the first of diverged, collapsed, stalled; the evidence
-lists every finding.  A run without training metrics (a plain eval) is `ok` unless its evaluations show a collapse.
+* entropy_decayed: `policy/entropy` at the end (mean of the end window) under 5% of its first finite value or under
+  0.001 nats per token.  A policy turning deterministic is worth knowing (pass@k at large k suffers), but on its own
+  it is not a collapse: an improving run's entropy decays; the score decides collapse.
+Windows: the start and end windows hold 10% of the finite values (`edge_fraction`), at least 3 (`MIN_EDGE`).
+A run with findings of several states is labelled by the first of diverged, collapsed, stalled, entropy_decayed;
+the evidence lists every finding.  A run without training metrics (a plain eval) is `ok` unless its evaluations
+show a collapse.
+
+Mechanisms (issue 23): a method whose mechanism acts on some steps only (AVSPO augments a group, HA-DW moves its
+anchor, DAPO filters groups) logs `mechanism/<name>/acted` (0 or 1) per step.  `mechanism_activity` gives the
+run's `mechanism_acted_frac`, the smallest over its mechanisms of the fraction of logged steps on which it acted
+(NaN without such a column: a plain method), and the mechanisms that acted on under 5% of the steps
+(`INERT_FRACTION`): such a run trained as its base method, and its evidence says so (`inert: ...`) whatever its
+state.  An arm is inert when the median over its runs is under 5% (`inert_arms`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-STATES = ("ok", "diverged", "collapsed", "stalled")  # after "ok": the order in which a label is chosen
+STATES = ("ok", "diverged", "collapsed", "stalled", "entropy_decayed")  # after "ok": the order a label is chosen in
 MIN_EDGE = 3  # steps in the start and end windows of reward/entropy at least (one noisy step decides nothing)
+INERT_FRACTION = 0.05  # a mechanism acting on fewer steps than this trained as its base
+INERT = "inert: trained as its base"
+ACTED = re.compile(r"^mechanism/(.+)/acted$")
 
 
 def _f(default, help_text: str):
@@ -43,24 +67,41 @@ def _f(default, help_text: str):
 class Thresholds:
     """Where a run stops being `ok`."""
 
-    collapse_fraction: float = _f(0.25, "held-out pass@1 or training reward ending under this x its start")
-    entropy_fraction: float = _f(0.05, "policy/entropy ending under this x its first value")
-    entropy_floor: float = _f(1e-3, "policy/entropy ending under this many nats per token")
-    grad_blowup: float = _f(100.0, "policy/grad_norm over this x the run's median")
+    collapse_fraction: float = _f(0.5, "the smoothed score ending under this x its smoothed running peak")
+    collapse_min_drop: float = _f(0.05, "... and at least this far under it (score units)")
+    smooth_fraction: float = _f(0.05, "trailing-mean window of the score, as a fraction of its points")
+    entropy_blowup: float = _f(3.0, "policy/entropy ending at this x its start or more while reward/mean falls")
+    entropy_fraction: float = _f(0.05, "policy/entropy ending under this x its first value: entropy_decayed")
+    entropy_floor: float = _f(1e-3, "policy/entropy ending under this many nats per token: entropy_decayed")
+    grad_blowup: float = _f(100.0, "policy/grad_norm over this x the run's median is always a spike")
+    grad_sigmas: float = _f(6.0, "log policy/grad_norm over its median by this many robust sd: a spike")
     stall_fraction: float = _f(0.25, "the last fraction of the steps that must all be uninformative")
     edge_fraction: float = _f(0.1, "start and end windows (fraction of the steps, at least 1) for reward/entropy")
 
 
 @dataclass(frozen=True)
 class Health:
-    """A run's state (one of STATES) and the evidence ('' when ok)."""
+    """A run's state (one of STATES) and the evidence ('' when ok and active)."""
 
     state: str
     evidence: str
 
 
+@dataclass(frozen=True)
+class Activity:
+    """A run's `mechanism_acted_frac` (NaN: no mechanism logged) and its inert mechanisms (names, sorted)."""
+
+    acted_frac: float
+    inert: tuple[str, ...]
+    fractions: tuple[tuple[str, float], ...] = ()
+
+
 def _g(value: float) -> str:
     return f"{value:.3g}"
+
+
+def _span(p: pd.DataFrame) -> str:
+    return f"step {int(p['step'].iloc[0])}" + (f"-{int(p['step'].iloc[-1])}" if len(p) > 1 else "")
 
 
 def _trained(m: pd.DataFrame) -> np.ndarray:
@@ -81,51 +122,102 @@ def _nonfinite(m: pd.DataFrame) -> list[str]:
 
 
 def _grad_blowup(m: pd.DataFrame, t: Thresholds) -> list[str]:
+    """Spikes of log policy/grad_norm over median + max(grad_sigmas x MAD sd, log grad_blowup)."""
     if "policy/grad_norm" not in m:
         return []
     values, steps = m["policy/grad_norm"].to_numpy(dtype=np.float64), m["step"].to_numpy()
     keep = np.isfinite(values) & (values > 0)
     if keep.sum() < 3:
         return []
-    median = float(np.median(values[keep]))
-    hits = keep & (values > t.grad_blowup * median)
+    logs = np.log(values[keep])
+    median, sd = float(np.median(logs)), float(stats.median_abs_deviation(logs, scale="normal"))
+    margin = max(t.grad_sigmas * sd, math.log(t.grad_blowup))
+    hits = keep & (np.log(np.where(keep, values, 1.0)) > median + margin)
     if not hits.any():
         return []
-    worst = int(np.argmax(np.where(hits, values, -np.inf)))
+    worst, mid = int(np.argmax(np.where(hits, values, -np.inf))), math.exp(median)
     return [
-        f"policy/grad_norm {_g(values[worst])} at step {int(steps[worst])} = {_g(values[worst] / median)}x "
-        f"the run's median {_g(median)} ({int(hits.sum())} steps over {_g(t.grad_blowup)}x)"
+        f"policy/grad_norm {_g(values[worst])} at step {int(steps[worst])} = {_g(values[worst] / mid)}x "
+        f"the run's median {_g(mid)} ({int(hits.sum())} steps over {_g(math.exp(margin))}x: log-scale robust sd "
+        f"{_g(sd)})"
     ]
+
+
+def _finite(m: pd.DataFrame, col: str) -> pd.DataFrame | None:
+    if col not in m:
+        return None
+    return m[["step", col]][np.isfinite(m[col].to_numpy(dtype=np.float64))]
 
 
 def _edges(m: pd.DataFrame, col: str, t: Thresholds):
     """(start mean, its steps, end mean, its steps) of the finite values of `col`, over windows of
     `edge_fraction` of them, at least MIN_EDGE; None when there are fewer than 2 x MIN_EDGE values."""
-    if col not in m:
-        return None
-    part = m[["step", col]][np.isfinite(m[col].to_numpy(dtype=np.float64))]
-    if len(part) < 2 * MIN_EDGE:
+    part = _finite(m, col)
+    if part is None or len(part) < 2 * MIN_EDGE:
         return None
     w = max(MIN_EDGE, min(math.ceil(t.edge_fraction * len(part)), len(part) // 2))
     head, tail = part.iloc[:w], part.iloc[-w:]
-    span = lambda p: f"step {int(p['step'].iloc[0])}" + (f"-{int(p['step'].iloc[-1])}" if len(p) > 1 else "")  # noqa: E731
-    return float(head[col].mean()), span(head), float(tail[col].mean()), span(tail)
+    return float(head[col].mean()), _span(head), float(tail[col].mean()), _span(tail)
+
+
+def _peak_collapse(part: pd.DataFrame, col: str, label: str, window: int, t: Thresholds) -> list[str]:
+    """The smoothed (trailing mean over `window` points) `col` of `part` (step, col) ending under collapse_fraction
+    x its peak and at least collapse_min_drop under it."""
+    if len(part) < max(2, window + 1):
+        return []
+    smooth = part[col].rolling(window).mean().to_numpy()
+    peak_at = int(np.nanargmax(smooth))
+    peak, end = float(smooth[peak_at]), float(smooth[-1])
+    if end >= t.collapse_fraction * peak or peak - end < t.collapse_min_drop:
+        return []
+    at = lambda i: _span(part.iloc[i - window + 1 : i + 1])  # noqa: E731
+    return [
+        f"{label} {_g(peak)} at its peak ({at(peak_at)}) -> {_g(end)} at the end ({at(len(part) - 1)}), under "
+        f"{_g(t.collapse_fraction)}x its peak (trailing mean of {window})"
+    ]
 
 
 def _reward_collapse(m: pd.DataFrame, t: Thresholds) -> list[str]:
-    edges = _edges(m, "reward/mean", t)
-    if edges is None or edges[0] <= 0 or edges[2] >= t.collapse_fraction * edges[0]:
+    part = _finite(m, "reward/mean")
+    if part is None or len(part) < 2 * MIN_EDGE:
         return []
-    start, start_at, end, end_at = edges
-    return [f"reward/mean {_g(start)} ({start_at}) -> {_g(end)} ({end_at}), under {_g(t.collapse_fraction)}x"]
+    window = max(MIN_EDGE, int(t.smooth_fraction * len(part)))
+    return _peak_collapse(part.reset_index(drop=True), "reward/mean", "reward/mean", window, t)
 
 
-def _entropy_collapse(m: pd.DataFrame, t: Thresholds) -> list[str]:
+def _heldout(evals: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """task -> its evaluations at steps >= 0 (step, pass@1), in step order."""
+    if evals is None or evals.empty:
+        return {}
+    part = evals[evals["step"] >= 0].sort_values("step", kind="stable")
+    return {task: own[["step", "pass@1"]].reset_index(drop=True) for task, own in part.groupby("eval_task")}
+
+
+def _heldout_collapse(curves: dict[str, pd.DataFrame], t: Thresholds) -> list[str]:
+    out = []
+    for task, part in curves.items():
+        window = max(1, int(t.smooth_fraction * len(part)))
+        out += _peak_collapse(part, "pass@1", f"held-out pass@1 on {task}", window, t)
+    return out
+
+
+def _entropy_blowup(m: pd.DataFrame, t: Thresholds) -> list[str]:
+    entropy, reward = _edges(m, "policy/entropy", t), _edges(m, "reward/mean", t)
+    if entropy is None or reward is None or entropy[0] <= 0 or entropy[2] < t.entropy_blowup * entropy[0]:
+        return []
+    if not reward[2] < reward[0] - min(t.collapse_min_drop, reward[0] / 2):
+        return []
+    return [
+        f"entropy blow-up: policy/entropy {_g(entropy[0])} ({entropy[1]}) -> {_g(entropy[2])} ({entropy[3]}), "
+        f"{_g(entropy[2] / entropy[0])}x, while reward/mean fell {_g(reward[0])} -> {_g(reward[2])}"
+    ]
+
+
+def _entropy_decay(m: pd.DataFrame, t: Thresholds) -> list[str]:
     edges = _edges(m, "policy/entropy", t)
     if edges is None:
         return []
-    first = m["policy/entropy"].dropna()
-    first = float(first[np.isfinite(first)].iloc[0])
+    first = float(_finite(m, "policy/entropy")["policy/entropy"].iloc[0])
     _, _, end, end_at = edges
     if first > 0 and end < t.entropy_fraction * first:
         return [f"policy/entropy {_g(first)} (first) -> {_g(end)} ({end_at}), under {_g(t.entropy_fraction)}x"]
@@ -150,22 +242,6 @@ def _stall(m: pd.DataFrame, t: Thresholds) -> list[str]:
     return [f"no informative group in the last {w} steps ({steps}): {' and '.join(why)} at each"]
 
 
-def _heldout_collapse(evals: pd.DataFrame, t: Thresholds) -> list[str]:
-    out = []
-    if evals is None or evals.empty:
-        return out
-    for task, part in evals[evals["step"] >= 0].sort_values("step", kind="stable").groupby("eval_task"):
-        first, last = part.iloc[0], part.iloc[-1]
-        if len(part) < 2 or first["step"] >= last["step"] or first["pass@1"] <= 0:
-            continue
-        if last["pass@1"] < t.collapse_fraction * first["pass@1"]:
-            out.append(
-                f"held-out pass@1 on {task} {_g(first['pass@1'])} (step {int(first['step'])}) -> "
-                f"{_g(last['pass@1'])} (step {int(last['step'])}), under {_g(t.collapse_fraction)}x"
-            )
-    return out
-
-
 def _nothing_solved(m: pd.DataFrame, final: pd.DataFrame | None, tasks: tuple[str, ...]) -> list[str]:
     """The evaluation the report uses solves no held-out problem of the training task (`tasks`: its name and its
     designated held-out task) at its largest k, although the run's training reward started above 0 (the same
@@ -187,6 +263,28 @@ def _nothing_solved(m: pd.DataFrame, final: pd.DataFrame | None, tasks: tuple[st
     return out
 
 
+def mechanism_activity(metrics: pd.DataFrame | None) -> Activity:
+    """The run's Activity from its `mechanism/<name>/acted` columns (0 or 1 per step; steps not logged left out)."""
+    fractions = []
+    for col in sorted(metrics.columns) if metrics is not None else ():
+        match = ACTED.match(str(col))
+        values = metrics[col].to_numpy(dtype=np.float64) if match else np.array([])
+        values = values[np.isfinite(values)]
+        if len(values):
+            fractions.append((match.group(1), float((values >= 0.5).mean())))
+    if not fractions:
+        return Activity(np.nan, ())
+    inert = tuple(name for name, frac in fractions if frac < INERT_FRACTION)
+    return Activity(min(frac for _, frac in fractions), inert, tuple(fractions))
+
+
+def _inert_evidence(activity: Activity) -> str:
+    acted = ", ".join(
+        f"mechanism/{n}/acted on {100 * f:.1f}% of steps" for n, f in activity.fractions if n in activity.inert
+    )
+    return f"{INERT}: {acted} (under {100 * INERT_FRACTION:g}%)"
+
+
 def classify(
     metrics: pd.DataFrame | None,
     evals: pd.DataFrame | None = None,
@@ -199,14 +297,22 @@ def classify(
     uses (`final`: `eval_task`, `k`, `pass@k` means over problems) and the run's training task with its held-out
     counterpart (`tasks`: config `task` and `eval_task_resolved`)."""
     t, found = thresholds, {state: [] for state in STATES[1:]}
+    curves = _heldout(evals)
+    periodic = any(len(part) >= 3 for part in curves.values())
+    found["collapsed"] = _heldout_collapse(curves, t)
+    inert = ""
     if metrics is not None and len(metrics):
         m = metrics.sort_values("step", kind="stable").reset_index(drop=True)
         found["diverged"] = _nonfinite(m) + _grad_blowup(m, t)
-        found["collapsed"] = _nothing_solved(m, final, tasks) + _reward_collapse(m, t) + _entropy_collapse(m, t)
+        found["collapsed"] += [] if periodic else _reward_collapse(m, t)
+        found["collapsed"] += _entropy_blowup(m, t) + _nothing_solved(m, final, tasks)
         found["stalled"] = _stall(m, t)
-    found["collapsed"] = _heldout_collapse(evals, t) + found["collapsed"]
+        found["entropy_decayed"] = _entropy_decay(m, t)
+        activity = mechanism_activity(m)
+        inert = _inert_evidence(activity) if activity.inert else ""
     state = next((s for s in STATES[1:] if found[s]), "ok")
-    return Health(state, "; ".join(f"{s}: {e}" for s in STATES[1:] for e in found[s]))
+    evidence = [f"{s}: {e}" for s in STATES[1:] for e in found[s]] + ([inert] if inert else [])
+    return Health(state, "; ".join(evidence))
 
 
 def summarize(states: Sequence[str], seeds: Sequence) -> str:
@@ -219,3 +325,24 @@ def summarize(states: Sequence[str], seeds: Sequence) -> str:
     if not bad:
         return "ok"
     return "; ".join(f"{s}: seed{'s' if len(v) > 1 else ''} {', '.join(v)}" for s, v in sorted(bad.items()))
+
+
+def inert_note(runs: pd.DataFrame) -> str:
+    """'inert: trained as its base (median mechanism_acted_frac 1.2%; avspo)' when the median `mechanism_acted_frac`
+    of these runs (one arm's) is under INERT_FRACTION, else '' (runs without a mechanism column are never inert)."""
+    if "mechanism_acted_frac" not in runs:
+        return ""
+    acted = runs["mechanism_acted_frac"].dropna()  # NaN: a run without a mechanism
+    median = float(acted.median()) if len(acted) else np.nan
+    if not median < INERT_FRACTION:
+        return ""
+    names = sorted({n for v in runs.get("inert_mechanisms", pd.Series()).dropna() for n in str(v).split(",") if n})
+    return f"{INERT} (median mechanism_acted_frac {100 * median:.1f}%" + (f"; {', '.join(names)})" if names else ")")
+
+
+def inert_arms(runs: pd.DataFrame | None) -> dict[str, str]:
+    """arm -> its `inert_note`, for the arms that are inert."""
+    if runs is None or "mechanism_acted_frac" not in runs:
+        return {}
+    notes = {arm: inert_note(own) for arm, own in runs.groupby("arm")}
+    return {arm: note for arm, note in notes.items() if note}

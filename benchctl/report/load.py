@@ -4,7 +4,10 @@ Frames [our choice]:
 * runs: one row per run: run_id, path, kind, status, every configuration column, `arm` (the label of the
   run's group-by values) and `eval` (the eval folder used: a train run's eval/final, else its latest
   eval/step-N; an eval run's own folder; None when the run has no eval), `health` and `health_evidence`
-  (`benchctl.report.health.classify` of the run's metrics and evaluations: ok, collapsed, diverged, stalled);
+  (`benchctl.report.health.classify` of the run's metrics and evaluations: ok, diverged, collapsed, stalled,
+  entropy_decayed), `mechanism_acted_frac` and `inert_mechanisms` (`benchctl.report.health.mechanism_activity`
+  of the run's `mechanism/<name>/acted` columns: the smallest fraction of steps on which a mechanism acted, NaN
+  for a method without one; the comma-separated mechanisms under 5%);
 * problems: run_id, eval_task, problem_id, k, value (that problem's unbiased pass@k in that run);
 * metrics: run_id, step, then the run's train_metrics columns;
 * eval_curve: run_id, step (-1 for a plain eval), tokens (rollout/tokens_total at that step), eval_task, pass@1.
@@ -20,7 +23,7 @@ import pandas as pd
 
 from benchctl.errors import BenchctlError
 from benchctl.report.config import ReportConfig, parse_where
-from benchctl.report.health import classify
+from benchctl.report.health import classify, mechanism_activity
 from benchctl.results.runinfo import EVAL_KIND, eval_tasks, find_runs, read_eval_problems
 from benchctl.results.train_run import list_evals, read_train_metrics
 
@@ -164,7 +167,7 @@ def load_report_data(config: ReportConfig) -> ReportData:
         raise BenchctlError("no finished run (status done) among the inputs")
     group_by, arm = resolve_group_by(runs, config.group_by)
     runs["arm"] = [arm_label(r, group_by) for r in runs.to_dict("records")]
-    problems, metrics, curve, folders, health = [], [], [], [], []
+    problems, metrics, curve, folders, health, activity = [], [], [], [], [], []
     for row in runs.to_dict("records"):
         folder, p, m, c = _read_run(row, config, notes)
         folders.append(folder)
@@ -172,9 +175,12 @@ def load_report_data(config: ReportConfig) -> ReportData:
         metrics += [m] if m is not None else []
         curve += c
         health.append(_health(row, p, m, c))
+        activity.append(mechanism_activity(m))
     runs["eval"] = folders
     runs["health"] = [h.state for h in health]
     runs["health_evidence"] = [h.evidence for h in health]
+    runs["mechanism_acted_frac"] = [a.acted_frac for a in activity]
+    runs["inert_mechanisms"] = [",".join(a.inert) for a in activity]
     empty = pd.DataFrame(columns=["run_id", "eval_task", "problem_id", "k", "value"])
     problems = pd.concat(problems, ignore_index=True) if problems else empty
     if config.ks:

@@ -10,6 +10,7 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
+from benchctl.report.health import INERT_FRACTION, STATES, inert_arms
 from benchctl.report.stats import arm_health
 
 
@@ -64,10 +65,15 @@ WARN = "\u26a0 "  # marks a health cell that is not ok
 
 
 def health_by_arm(runs: pd.DataFrame | None) -> dict[str, str]:
-    """arm -> 'ok' or its runs that are not ok ('collapsed: seed 1'), from `stats.arm_health`."""
+    """arm -> 'ok' or its runs that are not ok ('collapsed: seed 1', from `stats.arm_health`), led by
+    'inert: trained as its base (...)' when the arm's mechanism did not act (`health.inert_arms`)."""
     if runs is None or "health" not in runs:
         return {}
-    return {arm: arm_health(runs, arm) for arm in runs["arm"].unique()}
+    inert, out = inert_arms(runs), {}
+    for arm in runs["arm"].unique():
+        state = arm_health(runs, arm)
+        out[arm] = state if arm not in inert else inert[arm] + ("" if state == "ok" else f"; {state}")
+    return out
 
 
 def health_cell(state: str) -> Cell:
@@ -137,11 +143,18 @@ def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFram
     return pd.DataFrame(rows)
 
 
+def inert_runs(runs: pd.DataFrame) -> pd.Series:
+    """Which runs' mechanism acted on under INERT_FRACTION of the steps (False without a mechanism column)."""
+    if "mechanism_acted_frac" not in runs:
+        return pd.Series(False, index=runs.index)
+    return runs["mechanism_acted_frac"].lt(INERT_FRACTION).fillna(False)
+
+
 def health_view(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that are not ok: arm, seed, health, evidence, folder."""
+    """The runs that are not ok or whose mechanism was inert: arm, seed, health, evidence, folder."""
     if "health" not in runs:
         return pd.DataFrame()
-    bad = runs[runs["health"] != "ok"]
+    bad = runs[(runs["health"] != "ok") | inert_runs(runs)]
     return bad[["arm", "seed", "health", "health_evidence", "path"]].rename(columns={"health_evidence": "evidence"})
 
 
@@ -150,7 +163,9 @@ def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
     if "health" not in runs:
         return ""
     counts = runs["health"].value_counts()
-    text = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("ok", "collapsed", "diverged", "stalled") if s in counts)
+    text = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATES if s in counts)
+    inert = int(inert_runs(runs).sum())
+    text += f"; {inert} inert (mechanism acted on under {100 * INERT_FRACTION:g}% of steps)" if inert else ""
     text = f"{len(runs)} runs: {text}. States and thresholds: docs/report.md (benchctl.report.health)."
     if comparisons.empty or not comparisons["unhealthy"].any():
         return text
@@ -163,7 +178,8 @@ def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
 
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     """One row per claim: paper, claim, arm vs baseline, metric, margin (parity claims), our effect [CI], mde (the
-    smallest effect the runs would detect with 80% power), seeds, verdict, the paper's effect (with the
+    smallest effect the runs would detect with 80% power), seeds, verdict (followed by the claims.parquet `inert`
+    note, marked, when the arm's or the baseline's mechanism did not act), the paper's effect (with the
     stated_effect bound the verdict read, where given)."""
     rows = []
     for c in claims.itertuples():
@@ -186,7 +202,9 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
                 "effect [CI]": effect,
                 "mde": "-" if pd.isna(getattr(c, "mde", np.nan)) else f"{c.mde * scale:.1f}{unit}",
                 "seeds": int(c.seeds),
-                "verdict": c.verdict + (f" ({c.reason})" if isinstance(c.reason, str) and c.reason else ""),
+                "verdict": c.verdict
+                + (f" ({c.reason})" if isinstance(c.reason, str) and c.reason else "")
+                + (f"; {WARN}{c.inert}" if isinstance(getattr(c, "inert", None), str) and c.inert else ""),
                 "paper's effect": (f"(stated >= {stated * scale:.1f}{unit}) " if pd.notna(stated) else "")
                 + c.paper_effect,
             }

@@ -1,11 +1,13 @@
-"""Run health on synthetic metric tables: each state from the metric that defines it, with its evidence."""
+"""Run health on synthetic metric tables: each state from the metric that defines it, with its evidence; the cases
+of issue 22 (a rise then a fall, a late collapse, a reward collapse without periodic evaluation, an entropy blow-up,
+entropy decay on an improving run, heavy-tailed but healthy gradient norms, a real spike) and inert mechanisms."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from benchctl.report import ReportConfig, build_report
-from benchctl.report.health import Health, classify, summarize
+from benchctl.report.health import Health, classify, inert_arms, mechanism_activity, summarize
 
 from .fixtures import train_config, write_matrix
 
@@ -36,26 +38,28 @@ def test_a_healthy_run_is_ok_with_no_evidence():
     assert classify(_metrics(), _evals((0, 0.2), (20, 0.3), (40, 0.35))) == Health("ok", "")
 
 
-def test_held_out_pass1_under_a_quarter_of_step_0_is_collapsed():
+def test_held_out_pass1_under_half_of_its_peak_is_collapsed():
     health = classify(_metrics(), _evals((0, 0.2), (20, 0.1), (40, 0.04)))
     assert health.state == "collapsed"
-    assert "held-out pass@1 on arith 0.2 (step 0) -> 0.04 (step 40)" in health.evidence
-    assert classify(_metrics(), _evals((0, 0.2), (40, 0.06))).state == "ok"  # 0.3x: not under a quarter
+    assert "held-out pass@1 on arith 0.2 at its peak (step 0) -> 0.04 at the end (step 40)" in health.evidence
+    assert classify(_metrics(), _evals((0, 0.2), (40, 0.12))).state == "ok"  # 0.6x its peak: not under half
+    assert classify(_metrics(), _evals((0, 0.06), (40, 0.02))).state == "ok"  # under half, but only 0.04 lower
 
 
-def test_entropy_falling_under_5pct_of_its_first_value_is_collapsed():
+def test_entropy_falling_under_5pct_of_its_first_value_is_entropy_decayed_not_collapsed():
     entropy = np.r_[np.linspace(1.0, 0.1, 30), np.full(10, 0.02)]
     health = classify(_metrics(policy__entropy=entropy))
-    assert health.state == "collapsed"
+    assert health.state == "entropy_decayed"
     assert "policy/entropy 1 (first) -> 0.02 (step 37-40)" in health.evidence
     floor = classify(_metrics(policy__entropy=np.full(STEPS, 5e-4)))  # never high, but deterministic
-    assert floor.state == "collapsed" and "under the floor" in floor.evidence
+    assert floor.state == "entropy_decayed" and "under the floor" in floor.evidence
 
 
-def test_training_reward_falling_under_a_quarter_of_its_start_is_collapsed():
+def test_training_reward_falling_under_half_of_its_peak_is_collapsed():
     reward = np.r_[np.full(10, 0.3), np.linspace(0.3, 0.0, 20), np.zeros(10)]
     health = classify(_metrics(reward__mean=reward))
-    assert health.state == "collapsed" and "reward/mean 0.3 (step 1-4) -> 0 (step 37-40)" in health.evidence
+    assert health.state == "collapsed"
+    assert "reward/mean 0.3 at its peak (step 1-3) -> 0 at the end (step 38-40)" in health.evidence
 
 
 def test_solving_no_held_out_problem_of_the_training_task_after_a_nonzero_start_is_collapsed():
@@ -86,7 +90,7 @@ def test_nan_loss_where_no_row_was_trained_is_not_divergence():
     assert classify(_metrics(loss__total=loss, update__rows_trained=rows)).state == "ok"
 
 
-def test_inf_gradient_norm_and_a_100x_blow_up_are_diverged():
+def test_inf_gradient_norm_and_a_100x_blow_up_of_a_steady_norm_are_diverged():
     inf = np.full(STEPS, 0.5)
     inf[30] = np.inf
     assert classify(_metrics(policy__grad_norm=inf)).state == "diverged"
@@ -144,7 +148,10 @@ def test_report_marks_comparisons_whose_arm_has_a_collapsed_run(tmp_path):
     result = build_report(ReportConfig(inputs=(str(tmp_path / "results"),), out=str(out), rliable_reps=100))
     runs = pd.read_parquet(out / "runs.parquet").set_index(["estimator", "seed"])
     assert runs.loc[("avspo", 1), "health"] == "collapsed"
-    assert "reward/mean 0.5 (step 1-3) -> 0 (step 10-12)" in runs.loc[("avspo", 1), "health_evidence"]
+    assert (
+        "reward/mean 0.5 at its peak (step 1-3) -> 0 at the end (step 10-12)"
+        in runs.loc[("avspo", 1), "health_evidence"]
+    )
     assert "stalled: no informative group in the last 3 steps (10-12)" in runs.loc[("avspo", 1), "health_evidence"]
     assert "held-out pass@4 on arith = 0" in runs.loc[("avspo", 1), "health_evidence"]
     assert (runs.drop(index=("avspo", 1))["health"] == "ok").all()
@@ -170,3 +177,155 @@ def test_an_unhealthy_baseline_marks_every_comparison_against_it(tmp_path, state
     cmp = result.tables["comparisons"]
     assert cmp["unhealthy"].all() and set(cmp["baseline_health"]) == {f"{state}: seed 2"}
     assert result.tables["main"].set_index("arm").loc["dgpo", "health"].str.contains(f"baseline grpo: {state}").all()
+
+
+# ---- the cases of issue 22, on noisy synthetic runs (many replications where a rate is the point) -------------
+
+
+def _noisy_run(rng, reward: np.ndarray, entropy: np.ndarray | None = None, grad: np.ndarray | None = None):
+    """A run of len(reward) steps: reward/mean = `reward` + binomial-like noise (sd 0.03), healthy defaults else."""
+    n = len(reward)
+    return _metrics_of(
+        n,
+        reward__mean=np.clip(reward + rng.normal(0, 0.03, n), 0, 1),
+        policy__entropy=np.linspace(1.2, 0.8, n) if entropy is None else entropy,
+        policy__grad_norm=np.exp(rng.normal(0, 0.3, n)) if grad is None else grad,
+    )
+
+
+def _metrics_of(n: int, **cols) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "step": np.arange(1, n + 1),
+            "acr/all": np.full(n, 0.4),
+            "loss/total": np.full(n, -0.01),
+            "update/rows_trained": np.full(n, 40.0),
+        }
+    )
+    for key, value in cols.items():
+        frame[key.replace("__", "/")] = value
+    return frame
+
+
+def _eval_curve(rng, values: np.ndarray, every: int = 10) -> pd.DataFrame:
+    """Held-out pass@1 at steps 0, every, 2 every, ... with evaluation noise (sd 0.03: about 200 problems)."""
+    noisy = np.clip(values + rng.normal(0, 0.03, len(values)), 0, 1)
+    return _evals(*((i * every, v) for i, v in enumerate(noisy)))
+
+
+def test_a_rise_from_030_to_060_then_a_fall_to_012_is_collapsed():
+    rng = np.random.default_rng(0)
+    held_out = np.r_[np.linspace(0.3, 0.6, 10), np.linspace(0.6, 0.12, 10)]  # 20 evaluations, every 10 steps
+    states = [classify(_noisy_run(rng, np.full(200, 0.4)), _eval_curve(rng, held_out)).state for _ in range(50)]
+    assert states == ["collapsed"] * 50
+    reward = np.r_[np.linspace(0.3, 0.6, 100), np.linspace(0.6, 0.12, 100)]  # no periodic evaluation: the reward
+    assert all(classify(_noisy_run(rng, reward)).state == "collapsed" for _ in range(50))
+
+
+def test_a_collapse_in_the_last_5pct_of_the_steps_is_collapsed():
+    rng = np.random.default_rng(1)
+    reward = np.r_[np.linspace(0.3, 0.6, 190), np.full(10, 0.05)]
+    assert all(classify(_noisy_run(rng, reward)).state == "collapsed" for _ in range(50))
+    held_out = np.r_[np.linspace(0.3, 0.6, 20), [0.05]]  # the last of 21 evaluations
+    assert all(classify(_noisy_run(rng, reward), _eval_curve(rng, held_out)).state == "collapsed" for _ in range(50))
+
+
+def test_training_reward_falling_to_30pct_without_periodic_evaluation_is_collapsed():
+    rng = np.random.default_rng(2)
+    reward = np.linspace(0.5, 0.15, 200)
+    final_only = _evals((200, 0.3))  # one evaluation: not periodic, the training reward decides
+    assert all(classify(_noisy_run(rng, reward), final_only).state == "collapsed" for _ in range(50))
+
+
+def test_entropy_rising_4x_while_reward_falls_is_flagged():
+    rng = np.random.default_rng(3)
+    entropy = np.linspace(0.8, 3.2, 200)
+    health = classify(_noisy_run(rng, np.linspace(0.5, 0.4, 200), entropy=entropy))
+    assert health.state == "collapsed" and "entropy blow-up: policy/entropy" in health.evidence
+    assert classify(_noisy_run(rng, np.linspace(0.4, 0.6, 200), entropy=entropy)).state == "ok"  # reward rising
+
+
+def test_an_improving_run_whose_entropy_decays_is_entropy_decayed_never_collapsed():
+    rng = np.random.default_rng(4)
+    entropy = 1.2 * np.exp(-np.linspace(0, 6, 200))  # 1.2 -> 0.003
+    states = {classify(_noisy_run(rng, np.linspace(0.3, 0.6, 200), entropy=entropy)).state for _ in range(50)}
+    assert states == {"entropy_decayed"}
+
+
+def test_lognormal_gradient_norms_with_sigma_15_are_not_diverged_and_a_real_spike_is():
+    rng = np.random.default_rng(5)
+    reward = np.linspace(0.3, 0.6, 200)
+    heavy = [classify(_noisy_run(rng, reward, grad=np.exp(rng.normal(0, 1.5, 200)))).state for _ in range(200)]
+    assert heavy.count("diverged") == 0
+    grad = np.exp(rng.normal(0, 0.3, 200))
+    grad[150] = 1000.0  # 1000x the median of a steady run
+    health = classify(_noisy_run(rng, reward, grad=grad))
+    assert health.state == "diverged" and "policy/grad_norm 1e+03 at step 151" in health.evidence
+
+
+def test_a_healthy_noisy_run_is_ok():
+    rng = np.random.default_rng(6)
+    held_out = np.linspace(0.3, 0.45, 21)
+    states = [
+        classify(_noisy_run(rng, np.linspace(0.3, 0.5, 200)), _eval_curve(rng, held_out)).state for _ in range(50)
+    ]
+    low = [classify(_noisy_run(rng, np.full(200, 0.1))).state for _ in range(50)]  # a small score, noisy
+    assert set(states) == {"ok"} and set(low) == {"ok"}
+
+
+# ---- inert mechanisms (issue 23) ---------------------------------------------------------------------------
+
+
+def test_mechanism_acted_frac_is_the_least_active_mechanism_and_nan_without_one():
+    acted = np.r_[np.ones(10), np.zeros(30)]  # 25% of the steps
+    never = np.r_[np.ones(1), np.zeros(39)]  # 2.5%
+    activity = mechanism_activity(_metrics(mechanism__avspo__acted=acted, mechanism__dapo_filter__acted=never))
+    assert activity.acted_frac == pytest.approx(0.025) and activity.inert == ("dapo_filter",)
+    assert np.isnan(mechanism_activity(_metrics()).acted_frac) and mechanism_activity(_metrics()).inert == ()
+    health = classify(_metrics(mechanism__avspo__acted=np.zeros(STEPS)))
+    assert health.state == "ok"  # inert is not a failure of training: its evidence says so
+    assert health.evidence == "inert: trained as its base: mechanism/avspo/acted on 0.0% of steps (under 5%)"
+
+
+def test_an_arm_is_inert_when_its_runs_median_acted_fraction_is_under_5pct():
+    runs = pd.DataFrame(
+        {
+            "arm": ["avspo"] * 3 + ["ha_dw"] * 3 + ["grpo"] * 3,
+            "mechanism_acted_frac": [0.0, 0.01, 0.5, 0.3, 0.02, 0.4, np.nan, np.nan, np.nan],
+            "inert_mechanisms": ["avspo", "avspo", "", "", "ha_dw", "", "", "", ""],
+        }
+    )
+    assert inert_arms(runs) == {"avspo": "inert: trained as its base (median mechanism_acted_frac 1.0%; avspo)"}
+
+
+def test_report_marks_an_inert_arm_in_the_verdict_claims_and_run_health(tmp_path):
+    good = {f"q{i}": [j < 2 for j in range(4)] for i in range(5)}
+    inert = {"mechanism/avspo/acted": [0.0] * 12}
+    active = {"mechanism/dgpo/acted": [1.0] * 12}
+    cells = [(f"grpo-s{s}", train_config("grpo", s), good) for s in (1, 2, 3)]
+    cells += [(f"avspo-s{s}", train_config("avspo", s), good, inert) for s in (1, 2, 3)]
+    cells += [(f"dgpo-s{s}", train_config("dgpo", s), good, active) for s in (1, 2, 3)]
+    write_matrix(tmp_path / "results", cells, steps=12)
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(
+        "claims:\n  - {paper: p, claim: c, arm: avspo, baseline: grpo, metric: pass@k, k: 1, direction: greater, "
+        "paper_effect: '+3'}\n"
+    )
+    out = tmp_path / "rep"
+    config = ReportConfig(inputs=(str(tmp_path / "results"),), out=str(out), rliable_reps=100, claims=str(claims))
+    result = build_report(config)
+    runs = pd.read_parquet(out / "runs.parquet").set_index(["estimator", "seed"])
+    assert (runs.loc["avspo", "mechanism_acted_frac"] == 0).all() and (
+        runs.loc["avspo", "inert_mechanisms"] == "avspo"
+    ).all()
+    assert (runs.loc["dgpo", "mechanism_acted_frac"] == 1).all() and runs.loc[
+        "grpo", "mechanism_acted_frac"
+    ].isna().all()
+    assert runs.loc[("avspo", 1), "health_evidence"].startswith("inert: trained as its base")
+    verdict = result.tables["verdict"].set_index("arm")
+    assert verdict.loc["avspo", "health"].startswith("\u26a0 inert: trained as its base")
+    assert verdict.loc["dgpo", "health"] == "ok"
+    assert "inert: trained as its base" in pd.read_parquet(out / "claims.parquet")["inert"].iloc[0]
+    page = (out / "report.md").read_text()
+    assert "arm avspo inert: trained as its base" in page  # the claims view
+    assert "3 inert (mechanism acted on under 5% of steps)" in (out / "report.html").read_text()
