@@ -1,6 +1,6 @@
 """Coverage and false calls of the report's compute-curve fits (ScaleRL), on simulated training curves.
 
-    python benchmarks/report_compute_coverage.py [--reps 400] [--seed 0]     (400 reps: about 2 minutes)
+    python benchmarks/report_compute_coverage.py [--reps 400] [--seed 0]     (400 reps: about 10 minutes on 2 cores)
 
 Each replication draws the held-out pass@1 of S seeds of an arm at step 0 and at 8 compute points (2k .. 160k
 rollout tokens, log-spaced).  A seed is a training run: its own curve R0 + (A_s - R0) / (1 + (C_s / C)^B_s) with

@@ -7,16 +7,20 @@ ScaleRL (Khatri et al. 2025, arXiv 2510.13786, Eq. 1) compares RL methods by the
 of held-out score R against compute C: `A` the asymptote (the best score the method reaches), `B` the efficiency
 exponent (how sharply it gets there), `C_mid` the compute at which half of the gain A - R0 is reached. Here C is
 rollout tokens generated (`rollout/tokens_total`, every sampled token, dropped groups included), R a held-out
-pass@k, and R0 the score of the starting model (the step-0 evaluation, shared by all arms) [our choice: fixed, as in
-ScaleRL, so that A, B and C_mid describe the training alone; fitted once on the pooled points when no run evaluated
-at step 0, and then held fixed for the per-seed fits].
+pass@k, and R0 the score of the starting model (the step-0 evaluation) [our choice: fixed, as in ScaleRL, so that
+A, B and C_mid describe the training alone; each seed's fit takes that seed's own step-0 score, so that the
+evaluation noise of R0 varies across seeds as the rest does and the interval over seeds sees it (one R0 shared by
+the seeds left B's and C_mid's intervals at 88-91% coverage); the arm's step-0 mean, else R0 fitted on the pooled
+points, for a seed not evaluated at step 0].
 
 Estimate [our choice]: the training run is the unit.  Each seed's points get their own least-squares fit
 (`fit_curve`: A in [0, 1], B in [0.2, 10], C_mid within e^-2 .. e^3 of the data's compute range); the arm's A is the
 mean of its seeds' A, its B and C_mid the geometric means (both are scale parameters), each with a t interval over
 seeds (df = seeds - 1; B and C_mid on the log scale).  A percentile bootstrap over 5 seeds covered A 83-85%, B
-79-82%, C_mid 74-87% (issue 22); the per-seed t interval holds its level (benchmarks/report_compute_coverage.py).
-An arm with one seed gets the fit of its points and no interval.
+79-82%, C_mid 74-87% (issue 22); the per-seed t interval covers 93-97% at 3, 5 and 10 seeds
+(benchmarks/report_compute_coverage.py, docs/report.md).  A jackknife over seeds of the pooled fit covered as well
+but called a still-rising curve identified 14-20% of the time (the per-seed fits: 0-6%).  An arm with one seed gets
+the fit of its points (`pooled`, also the source of R0 and rmse) and no interval.
 
 Identification: the asymptote is *identified* only when the fitted C_mid and the upper end of its interval lie
 within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), and neither A, any
