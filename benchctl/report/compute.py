@@ -25,7 +25,9 @@ the fit of its points (`pooled`, also the source of R0 and rmse) and no interval
 Identification: the asymptote is *identified* only when the fitted C_mid and the upper end of its interval lie
 within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), and neither A, any
 seed's A nor A's interval touches the clip [0, 1] (a fit pinned to the bound says "at least", not "this").  An
-unidentified asymptote is printed as ">= its lower limit", never as a point, and no arm is compared on it
+unidentified asymptote is printed as ">= its lower limit", never as a point (for a rising curve the lower limit is
+the larger of A's and that of the seeds' scores at their largest compute: the curve got there at least, so
+`asymptote_low` then holds it), and no arm is compared on it
 (`asymptote not resolved at this budget`).  Comparison with the baseline, both identified: Welch's t on the seeds'
 A (the asymptote difference and its CI) and on their log C_mid (the midpoint ratio and its CI); an arm is better
 when the asymptote's difference CI is above 0, and at equal asymptote (the CI contains 0) when the midpoint's ratio
@@ -34,7 +36,7 @@ CI is below 1 (it gets there with less compute).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -96,11 +98,12 @@ FAILED = Fit(np.nan, np.nan, np.nan, np.nan, np.nan)
 @dataclass(frozen=True)
 class ArmFit:
     """One (arm, task): the pooled fit (R0, rmse; the estimate itself when one seed), the seeds' fits (S, 3) of
-    (A, B, C_mid), and the largest compute evaluated."""
+    (A, B, C_mid), the largest compute evaluated, and each seed's score at its own largest compute (`reached`)."""
 
     pooled: Fit
     seeds: np.ndarray
     max_tokens: float
+    reached: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 def _linear_part(s: np.ndarray, r: np.ndarray, r0: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -177,7 +180,9 @@ def fit_arm(points: pd.DataFrame) -> ArmFit:
             )
             if fit.ok:
                 per_seed.append((fit.a, fit.b, fit.c_mid))
-    return ArmFit(pooled, np.array(per_seed, dtype=float).reshape(-1, 3), float(points["tokens"].max()))
+    last = points.sort_values("tokens", kind="stable").groupby("seed")["score"].last()
+    seeds = np.array(per_seed, dtype=float).reshape(-1, 3)
+    return ArmFit(pooled, seeds, float(points["tokens"].max()), last.to_numpy(dtype=float))
 
 
 def t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -209,6 +214,9 @@ def estimates(arm: ArmFit, confidence: float) -> dict[str, float]:
         for name, value in zip(("asymptote", "efficiency", "midpoint"), (p.a, p.b, p.c_mid)):
             out.update({name: value, f"{name}_low": np.nan, f"{name}_high": np.nan})
     out["asymptote_identified"] = identified(out, arm)
+    if not out["asymptote_identified"] and arm.pooled.a > arm.pooled.r0 and len(arm.reached) >= 2:
+        # a rising curve is at least where it got: the lower limit of the seeds' last scores
+        out["asymptote_low"] = float(np.nanmax([out["asymptote_low"], t_interval(arm.reached, confidence)[1]]))
     return out
 
 

@@ -96,6 +96,7 @@ def test_an_asymptote_whose_midpoint_lies_past_the_budget_is_not_identified_prin
     assert verdict == NOT_RESOLVED == "asymptote not resolved at this budget"
     view = compute_view(fits.reset_index(drop=True), pd.DataFrame()).set_index("arm")
     assert view.loc["grpo", "A (asymptote, %)"].startswith(">= ")  # a lower limit, never a point
+    assert 0.05 < fits.loc["grpo", "asymptote_low"] < 0.2  # where the seeds got at the budget (about 0.11), at least
     assert view.loc["grpo", "C_mid (tokens)"].startswith("> 160,000") or "[" in view.loc["grpo", "C_mid (tokens)"]
     assert not view.loc["drgrpo", "A (asymptote, %)"].startswith(">=")
 
