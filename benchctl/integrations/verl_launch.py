@@ -106,6 +106,11 @@ def check_supported(cfg) -> None:
         (cfg.rollout_correction != "none", "rollout_correction: not mapped to veRL's rollout_is / rollout_rs"),
         (cfg.report_to != "none", "report_to: veRL logs through its own trainer.logger"),
         (cfg.sync_check is not None, "sync_check: the weight-sync probe is part of benchctl's trainer only"),
+        (
+            cfg.loss is not None,
+            "loss: a named policy loss is not mapped to veRL's policy_loss.loss_mode; use clip_low / clip_high /"
+            " ratio (vanilla or gspo)",
+        ),
     ]
     for refused, why in refusals:
         if refused:

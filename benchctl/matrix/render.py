@@ -33,8 +33,10 @@ def print_cells(spec: MatrixSpec, results: str | Path) -> None:
     from rich.table import Table
 
     table = Table(title=f"{spec.path}: {len(spec.cells)} cells, run folders under {Path(results) / 'runs'}")
-    for col in ("#", "cell (run folder)", "estimator", "params", "settings", "recipe", "G", "seed"):
+    losses = any(c.loss is not None for c in spec.cells)
+    for col in ("#", "cell (run folder)", "estimator", "params", "settings", "recipe", *(["loss"] * losses), "G"):
         table.add_column(col)
+    table.add_column("seed")
     for i, c in enumerate(spec.cells, 1):
         table.add_row(
             str(i),
@@ -43,6 +45,7 @@ def print_cells(spec: MatrixSpec, results: str | Path) -> None:
             ", ".join(f"{k}={v}" for k, v in c.params),
             ", ".join(f"{k}={v}" for k, v in c.swept),
             c.recipe or "",
+            *([c.loss or "default"] * losses),
             str(c.group_size),
             str(c.seed),
         )

@@ -9,6 +9,8 @@
       dapo: {estimator: grpo, recipe: dapo}   # a label that is no estimator names one with `estimator:`
       avspo: {train: {lr: [1e-4, 3e-4]}}      # an entry's own train settings; a list is a grid axis too
     recipes: [null]                      # optional; crossed with every entry that sets no `recipe:` itself
+    losses: [ppo_clip, cispo, "sapo(tau_pos=1.0)"]   # optional policy-loss axis (`benchctl losses`), crossed with
+                                         # every entry that sets no `loss:` itself; part of the arm (grpo+cispo)
     group_sizes: [4, 8]
     seeds: [1, 2]
     train: {steps: 20}                   # any `benchctl train` setting of every cell (token_budget, lr, ...);
@@ -39,8 +41,13 @@ from typing import Any
 from benchctl.errors import BenchctlError
 from benchctl.trainers.config import settings
 
-TOP_KEYS = ("models", "task", "estimators", "recipes", "group_sizes", "seeds", "train", "eval")
-ENTRY_KEYS = ("estimator", "recipe", "train")  # reserved in an estimators entry; every other key is a hyperparameter
+TOP_KEYS = ("models", "task", "estimators", "recipes", "losses", "group_sizes", "seeds", "train", "eval")
+ENTRY_KEYS = (
+    "estimator",
+    "recipe",
+    "loss",
+    "train",
+)  # reserved in an estimators entry; every other key is a hyperparameter
 EVAL_KEYS = ("tasks", "n", "k", "temperature", "top_p", "max_tokens", "limit", "resamples")
 # Train settings the matrix itself sets per cell, or that belong to the run rather than the training (owner "cell" or
 # "run" in `benchctl.trainers.config.TrainConfig`'s field metadata): not allowed under `train:`.
@@ -77,6 +84,7 @@ class Cell:
     estimator: str = _f("grpo", "estimator name (registry)")
     params: tuple[tuple[str, Any], ...] = _f((), "estimator hyperparameters of this grid point, sorted by name")
     recipe: str | None = _f(None, "trainer recipe (dapo, dr_grpo, gspo) or None")
+    loss: str | None = _f(None, "policy loss NAME(params) (`benchctl losses`); None: the trainer's default")
     group_size: int = _f(8, "rollouts per prompt (G)")
     seed: int = _f(0, "training seed (also the final evaluation's sampling seed)")
     train_settings: tuple[tuple[str, Any], ...] = _f(
@@ -88,9 +96,8 @@ class Cell:
     @property
     def arm(self) -> str:
         """The index's estimator_label: the entry's label plus this grid point, e.g. `ha_dw(lambda_scale=1.3)`."""
-        if not self.params:
-            return self.label
-        return f"{self.label}({','.join(f'{k}={_text(v)}' for k, v in self.params)})"
+        arm = self.label if not self.params else f"{self.label}({','.join(f'{k}={_text(v)}' for k, v in self.params)})"
+        return arm if self.loss is None else f"{arm}+{self.loss}"
 
     def train_values(self) -> dict[str, Any]:
         """Flag values for `benchctl.trainers.build_config` (the run folder `out` is the runner's business)."""
@@ -106,6 +113,8 @@ class Cell:
         )
         if self.recipe is not None:
             values["recipe"] = self.recipe
+        if self.loss is not None:
+            values["loss"] = self.loss
         return values
 
 
@@ -176,6 +185,7 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
     if not isinstance(task, str):
         raise BenchctlError(f"{path}: task must be one task name or JSON Lines file; got {task!r}")
     recipes = _as_list(data.get("recipes", [None]), "recipes", path)
+    losses = _losses(data.get("losses", [None]), "losses", path)
     group_sizes = _ints(data, "group_sizes", [8], path)
     seeds = _ints(data, "seeds", [0], path)
     train = _train_settings(data.get("train") or {}, path, "train")
@@ -189,7 +199,7 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
             for point in itertools.product(*axes.values()):
                 varied = tuple(zip(axes, point))
                 values = {**{k: v[0] for k, v in settings.items()}, **dict(varied)}
-                for recipe in entry["recipes"] or recipes:
+                for recipe, loss in itertools.product(entry["recipes"] or recipes, entry["losses"] or losses):
                     for g, seed in itertools.product(group_sizes, seeds):
                         cells.append(
                             Cell(
@@ -200,6 +210,7 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
                                 entry["estimator"],
                                 params,
                                 recipe,
+                                loss,
                                 g,
                                 seed,
                                 tuple(sorted(values.items())),
@@ -224,6 +235,7 @@ def _entry(label: Any, entry: Any, path: str) -> dict:
     estimator = str(entry.get("estimator", label))
     recipes = entry.get("recipe")
     recipes = [] if "recipe" not in entry else _as_list(recipes, f"{where}.recipe", path)
+    losses = [] if "loss" not in entry else _losses(entry["loss"], f"{where}.loss", path)
     axes = {
         str(k): _as_list(v, f"{where}.{k}", path)
         for k, v in sorted(entry.items(), key=lambda kv: str(kv[0]))
@@ -237,7 +249,24 @@ def _entry(label: Any, entry: Any, path: str) -> dict:
                 )
     grid = [tuple(zip(axes, point)) for point in itertools.product(*axes.values())]
     train = _train_settings(entry.get("train") or {}, path, f"{where}.train")
-    return {"estimator": estimator, "recipes": recipes, "grid": grid, "train": train}
+    return {"estimator": estimator, "recipes": recipes, "losses": losses, "grid": grid, "train": train}
+
+
+def _losses(value: Any, where: str, path: str) -> list[str | None]:
+    """`losses:` / an entry's `loss:` -> loss specs (a list is an axis); each one parses (`benchctl.losses`)."""
+    out = []
+    for v in _as_list(value, where, path):
+        if v is not None and not isinstance(v, str):
+            raise BenchctlError(f"{path}: {where} must name losses (e.g. cispo or 'sapo(tau_pos=1.0)'); got {v!r}")
+        if v is not None:
+            from benchctl.losses import parse_loss
+
+            try:
+                v = parse_loss(v).label  # one spelling per loss: run folders and arms do not depend on spacing
+            except BenchctlError as exc:
+                raise BenchctlError(f"{path}: {where}: {exc}") from None
+        out.append(v)
+    return list(dict.fromkeys(out))
 
 
 def _train_settings(train: Any, path: str, where: str) -> dict[str, list]:
@@ -313,6 +342,7 @@ def cell_name(cell: Cell) -> str:
     """`<model>-<label>[-<param>=<value>...][-<recipe>]-G<G>-s<seed>` (sanitised to [A-Za-z0-9_.=+-])."""
     model = cell.model if cell.model == "tiny" else Path(cell.model.rstrip("/")).name
     parts = [model, cell.label, *(f"{k}={_text(v)}" for k, v in (*cell.params, *cell.swept))]
+    parts += [] if cell.loss is None else [cell.loss]
     if cell.recipe is not None and cell.recipe != cell.label:
         parts.append(cell.recipe)
     parts += [f"G{cell.group_size}", f"s{cell.seed}"]
@@ -323,6 +353,8 @@ def cell_hash(cell: Cell) -> str:
     """8 hex digits of the cell's identity (model, task, entry, grid point, settings, recipe, G, seed, train)."""
     ident = dataclasses.asdict(dataclasses.replace(cell, name=""))
     ident["train"], ident["settings"] = ident.pop("train_settings"), ident.pop("swept")  # the names it was hashed by
+    if ident["loss"] is None:  # cells without a loss axis keep the hash they had before it existed
+        del ident["loss"]
     return hashlib.blake2b(json.dumps(ident, sort_keys=True, default=str).encode(), digest_size=4).hexdigest()
 
 

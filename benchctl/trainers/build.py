@@ -28,6 +28,7 @@ from benchctl.trainers.config import (
     config_record,
     evaluates,
     loss_agg,
+    resolved_loss,
     resolved_lr,
     resolved_max_tokens,
     resolved_overlong_buffer,
@@ -41,7 +42,7 @@ from benchctl.trainers.trackers import Trackers
 class Sampler:
     """What the rollout reads: the engine, the task and its problems in their seeded order, how many prompts a
     step draws and how they are sampled (DAPO's dynamic sampling: up to `max_rounds` rounds), and the reward's
-    overlong shaping (DAPO Eq. 13, `shaping.overlong_penalty`; penalty 0: off)."""
+    overlong shaping (DAPO Eq. 13, `shaping.overlong_penalty`; penalty 0: off) and verifier noise (`reward_flip`)."""
 
     engine: Any  # benchctl.engine.Engine, in-process vLLM
     task: Any  # benchctl.tasks.Task: render, grade
@@ -53,6 +54,7 @@ class Sampler:
     max_rounds: int  # 1 without dynamic sampling
     overlong_buffer: int
     overlong_penalty: float
+    reward_flip: float = 0.0  # a noisy verifier: probability of flipping each correctness reward (control arms)
 
     def prompts(self, start: int, count: int) -> list:
         """Problems at positions start .. start+count-1 of the seeded data order."""
@@ -79,13 +81,12 @@ class Policy:
 
 @dataclass(frozen=True)
 class Loss:
-    """The objective the update minimises: the clipped surrogate's settings, the aggregation (spec of losses.py),
-    the reference KL coefficient, and the rollout correction of the engine/trainer mismatch."""
+    """The objective the update minimises: the policy loss from the registry (`benchctl.losses`: ppo_clip, gspo,
+    cispo, ...), its aggregation (`trainers.losses.aggregation_weights`), the k3 KL coefficient to the reference, and
+    the rollout correction of the engine/trainer mismatch."""
 
+    policy_loss: Any  # benchctl.losses.Loss: loss(logp, old_logp, adv, mask, weights, kl_coef=, ref_log_prob=)
     agg: str
-    clip_low: float
-    clip_high: float
-    ratio: str  # "token" or GSPO's "sequence"
     kl_coef: float
     max_tokens: int  # the constant of seq-mean-token-sum-norm (Dr.GRPO)
     correction: Any  # rollout_correction.RolloutCorrection
@@ -167,6 +168,7 @@ def _run_record(cfg: TrainConfig, estimator, model_ref, run: Path) -> dict:
         max_tokens_resolved=resolved_max_tokens(cfg),
         eval_task_resolved=eval_task_name(cfg),
         lr_resolved=resolved_lr(cfg),
+        loss_resolved=resolved_loss(cfg).label,
     )
 
 
@@ -214,10 +216,8 @@ def build(cfg: TrainConfig) -> Parts:
     policy.pad_id = engine.tokenizer.eos_token_id if pad is None else pad
     sampler = build_sampler(cfg, engine, task, problems)
     loss = Loss(
+        policy_loss=resolved_loss(cfg),
         agg=loss_agg(cfg, estimator),
-        clip_low=cfg.clip_low,
-        clip_high=cfg.clip_high,
-        ratio=cfg.ratio,
         kl_coef=cfg.kl_coef,
         max_tokens=resolved_max_tokens(cfg),
         correction=rollout_correction(cfg),
@@ -286,6 +286,7 @@ def build_sampler(cfg: TrainConfig, engine, task, problems: list) -> Sampler:
         max_rounds=cfg.max_sampling_rounds if cfg.dynamic_sampling else 1,
         overlong_buffer=resolved_overlong_buffer(cfg),
         overlong_penalty=cfg.overlong_penalty,
+        reward_flip=cfg.reward_flip,
     )
 
 

@@ -102,6 +102,13 @@ class TrainConfig:
     weight_decay: float = _f(0.0, "AdamW weight decay", OPT)
     max_grad_norm: float = _f(1.0, "gradient clipping by global norm (0 = off)", OPT)
     loss_agg: str | None = _f(None, f"loss aggregation ({', '.join(LOSS_AGGS)}); None -> the estimator's default", LOSS)
+    loss: str | None = _f(
+        None,
+        "policy loss NAME or NAME(k=v,...) from `benchctl losses` (ppo_clip, gspo, cispo, sapo, dppo_tv, ...); None ->"
+        " ppo_clip with clip_low/clip_high, or gspo with ratio=sequence",
+        LOSS,
+        owner="cell",
+    )
     ratio: str = _f("token", "importance ratio: token (PPO/GRPO) or sequence (GSPO: exp(mean_t log ratio))", LOSS)
     clip_low: float = _f(0.2, "lower clip: ratio >= 1 - clip_low", LOSS)
     clip_high: float = _f(0.2, "upper clip: ratio <= 1 + clip_high (DAPO clip-higher: 0.28)", LOSS)
@@ -122,6 +129,12 @@ class TrainConfig:
     )
     overlong_penalty: float = _f(
         1.0, "penalty at max_tokens (DAPO: 1.0); the reward gets -penalty x ramp position", ROLL
+    )
+    reward_flip: float = _f(
+        0.0,
+        "noisy verifier: each training reward's correctness is flipped with this probability (a planted control"
+        " arm that must come out worse; held-out evaluation is never flipped)",
+        ROLL,
     )
     max_tokens: int | None = _f(
         None, "new tokens per rollout; None -> 8 for arith, 16 for arith_steps, else 1024", ROLL
@@ -326,6 +339,7 @@ def validate(cfg: TrainConfig) -> None:
     check_range("temperature", cfg.temperature, 0, low_open=True)
     check_range("eval_temperature", cfg.eval_temperature, 0)
     check_range("top_p", cfg.top_p, 0, 1, low_open=True)
+    check_range("reward_flip", cfg.reward_flip, 0, 1)
     check_range("clip_low", cfg.clip_low, 0, 1, low_open=True, high_open=True)
     check_range("clip_high", cfg.clip_high, 0, low_open=True)
     check_range("gpu_memory_utilization", cfg.gpu_memory_utilization, 0, 1, low_open=True)
@@ -343,6 +357,7 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.sync_check is not None:
         check_range("sync_check", cfg.sync_check, 0)
     rollout_correction(cfg)
+    _check_loss(cfg)
     from benchctl.trainers.trackers import parse_report_to
 
     parse_report_to(cfg.report_to)
@@ -432,7 +447,11 @@ def inert_settings(cfg: TrainConfig) -> list[str]:
     given = lambda k: cfg.sources.get(k, "default") != "default"  # noqa: E731 - set by a recipe, file or flag
     chosen = [k for k in ("clip_low", "clip_high") if given(k) or getattr(cfg, k) != _default(k)]
     out = []
-    if cfg.epochs * cfg.mini_batches == 1:
+    one_step = cfg.epochs * cfg.mini_batches == 1
+    if cfg.loss is not None:  # the named loss has its own parameters: a recipe's clip range does not reach it
+        out += [f"{k}={getattr(cfg, k)}" for k in (["ratio"] if cfg.ratio == "sequence" else []) + chosen]
+        out += [f"loss={cfg.loss}"] if one_step and resolved_loss(cfg).spec.inert_on_policy else []
+    elif one_step:
         out += [f"{k}={getattr(cfg, k)}" for k in (["ratio"] if cfg.ratio == "sequence" else []) + chosen]
     if not cfg.overlong_shaping:
         out += [f"{k}={getattr(cfg, k)}" for k in ("overlong_buffer", "overlong_penalty") if given(k)]
@@ -458,7 +477,14 @@ def config_warnings(cfg: TrainConfig) -> list[str]:
     """One line per setting that cannot act in this run (`inert_settings`), saying why."""
     inert, lines = inert_settings(cfg), []
     update = [s for s in inert if s.split("=")[0] in ("ratio", "clip_low", "clip_high")]
-    if update:
+    if update and cfg.loss is not None:
+        lines.append(f"{', '.join(update)} cannot act: loss={cfg.loss} has its own parameters")
+    if f"loss={cfg.loss}" in inert:
+        lines.append(
+            f"loss={cfg.loss} acts like gpg here: with one optimizer step per rollout batch every ratio is 1, so its"
+            " clip, gate or mask never binds; set mini_batches or epochs > 1"
+        )
+    if update and cfg.loss is None:
         lines.append(
             f"{', '.join(update)} cannot act: one optimizer step per rollout batch (epochs x mini_batches = 1) keeps"
             " the importance ratio at exactly 1; set mini_batches or epochs > 1"
@@ -520,8 +546,36 @@ def build_estimator(cfg: TrainConfig):
 
 
 def loss_agg(cfg: TrainConfig, estimator) -> str:
-    """`cfg.loss_agg`, else the estimator's default aggregation (spec §6)."""
-    return cfg.loss_agg if cfg.loss_agg is not None else estimator.loss_agg
+    """`cfg.loss_agg`; else, for a `loss` that names its paper's aggregation (gspo: seq-mean-token-mean), that one;
+    else the estimator's default aggregation (docs/training.md, "Loss aggregation")."""
+    if cfg.loss_agg is not None:
+        return cfg.loss_agg
+    own = resolved_loss(cfg).loss_agg if cfg.loss is not None else None
+    return own if own is not None else estimator.loss_agg
+
+
+def resolved_loss(cfg: TrainConfig):
+    """The run's policy loss from the registry (`benchctl.losses`): `cfg.loss` parsed, or, when None, the clipped
+    surrogate of `ratio`, `clip_low` and `clip_high` (ppo_clip on the token ratio, gspo on the sequence ratio)."""
+    from benchctl.losses import get_loss, parse_loss
+
+    if cfg.loss is not None:
+        return parse_loss(cfg.loss)
+    return get_loss("gspo" if cfg.ratio == "sequence" else "ppo_clip", clip_low=cfg.clip_low, clip_high=cfg.clip_high)
+
+
+def _check_loss(cfg: TrainConfig) -> None:
+    """A named loss carries its own parameters: clip_low / clip_high / ratio given by a flag or a file as well
+    would be silently ignored, so they are refused (a recipe's values are its defaults and stay)."""
+    if cfg.loss is None:
+        return
+    resolved_loss(cfg)  # an unknown name or parameter: one BenchctlError line naming the valid ones
+    given = [k for k in ("ratio", "clip_low", "clip_high") if cfg.sources.get(k) in ("flag", "file")]
+    if given:
+        raise BenchctlError(
+            f"loss={cfg.loss!r} carries its own parameters; {given[0]} is a parameter of the default loss only:"
+            f" give it inside the loss, e.g. --loss 'ppo_clip(clip_high=0.28)' (benchctl losses show NAME)"
+        )
 
 
 def config_record(cfg: TrainConfig, **derived: Any) -> dict:

@@ -6,16 +6,17 @@
                `shaping.overlong_penalty`) when on. Dynamic sampling repeats rollout + reward until P groups are
                informative by correctness (0 < #correct < G)
     advantage  one registry call: est.advantages(rewards) on every group sampled this step (all rounds, so batch
-               statistics and state see the policy's actual batch, spec §6), then the filter keeps the informative
-               groups for the update; est.token_advantages(...) (N, T) of those
-    loss       clipped surrogate (token ratio, or GSPO's sequence ratio) + optional k3 KL, aggregated (spec §6);
+               statistics and state see the policy's actual batch), then the filter keeps the informative groups
+               for the update; est.token_advantages(...) (N, T) of those
+    loss       one registry call: the run's policy loss (`benchctl.losses`: ppo_clip by default, gspo, cispo, sapo,
+               ...) + optional k3 KL, aggregated by per-token weights over the mini-batch (docs/training.md);
                forward in `--dtype` over fp32 weights, in token-budget micro-batches with `--micro-batch-tokens`,
                advantages weighted by `--rollout-correction` (engine/trainer mismatch) when on
     update     epochs x mini-batches of AdamW with gradient clipping, on every core (`device.threads`)
     sync       engine.load_weights(policy weights), then verified on a probe sequence (`sync.check_sync`)
     log        metrics row, rollouts part, live display; checkpoint and held-out eval on their cadence
 
-The trainer never branches on an estimator's name: what an estimator needs (OAR's importance scores) it asks
+The trainer never branches on an estimator's or a loss's name: what an estimator needs (OAR's importance scores) it asks
 for through `est.token_scores`. Rows whose token advantages are all zero (degenerate groups) are left out of
 the forward/backward when no KL term needs them; the aggregation weights still count them, so the loss and
 gradient are exactly those of the full batch (`losses.active_rows`). That is where most of the speed comes
@@ -41,13 +42,13 @@ from benchctl.trainers.build import Loss, Policy, Sampler, build
 from benchctl.trainers.config import TrainConfig, eval_due, evaluates
 from benchctl.trainers.device import compute_context, deterministic, threads
 from benchctl.trainers.heldout import evaluate
-from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics, policy_loss
+from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics
 from benchctl.trainers.policy import chunked_sequence_logprobs, sequence_logprobs, token_logprobs, token_stats
-from benchctl.trainers.rollout_correction import correction_weights, mismatch_metrics
+from benchctl.trainers.rollout_correction import correction, mismatch_metrics
 from benchctl.trainers.run_folder import TrainState, resume_step
 from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
 from benchctl.trainers.scores import SCORERS, Scoring, answer_masks
-from benchctl.trainers.shaping import overlong_penalty
+from benchctl.trainers.shaping import noisy_verifier, overlong_penalty
 from benchctl.trainers.sync import check_sync
 from benchctl.trainers.weights import engine_state_dict, param_change, param_snapshot
 
@@ -105,7 +106,7 @@ def train_step(
     # ---- advantage ----------------------------------------------------------------------------------------
     with times("advantage"):
         seq_adv = est.advantages(got.rewards)  # (S, G): the one registry call, on every group sampled
-        trained = got.trained()  # (P,) the groups the update trains (spec §6: the filter comes after the estimator)
+        trained = got.trained()  # (P,) the groups the update trains (the filter comes after the estimator)
         samples = [x for i in trained for x in got.groups[i]]  # N = P * G rollouts, group-major
         batch = pack(
             [x.prompt_token_ids for x in samples], [x.token_ids for x in samples], policy.pad_id, policy.device
@@ -137,6 +138,7 @@ def train_step(
         **M.reward_metrics(got.correct, got.rewards),  # accuracy; acr/* of what the estimator saw (= est/acr)
         "reward/overlong_penalty": float(got.penalty.mean()),
         **M.estimator_metrics(est.diagnostics()),
+        **M.mechanism_metrics(got.acted),
         **M.advantage_metrics(kept_adv),
         **diagnostics,
         **update_metrics,
@@ -156,14 +158,16 @@ class Sampled:
 
     problems: list
     groups: list  # S lists of G completions
-    correct: np.ndarray  # (S, G) 1.0 correct, else 0.0: dynamic sampling's filter and pass@k use these
+    correct: np.ndarray  # (S, G) 1.0 correct, else 0.0 (the task's grader): reward/mean is their mean
     penalty: np.ndarray  # (S, G) DAPO's overlong penalty (Eq. 13, `shaping.overlong_penalty`); 0 when off
-    rewards: np.ndarray  # (S, G) correct + penalty: what the estimator sees
+    rewards: np.ndarray  # (S, G) the verifier's verdict (correct, flipped by `reward_flip`) + penalty: what the
+    # estimator and dynamic sampling's filter see
     keep: np.ndarray  # (S,) bool: the groups the update trains (dynamic sampling: 0 < #correct < G)
     last_round: int  # index of the last round's first group
     rounds: int
     generated: int  # tokens generated in all rounds
     data_pos: int  # the data order's position after this step's prompts
+    acted: dict  # the sampler's mechanisms that are on, each 1.0 when it changed something this step, else 0.0
 
     def rollout_metrics(self, state: TrainState) -> dict[str, float]:
         """rollout/*: tokens generated this step and so far, samples so far, sampling rounds, groups sampled/kept."""
@@ -194,7 +198,7 @@ def collect(sampler: Sampler, step: int, data_pos: int, times: PhaseTimer) -> Sa
     """P prompts from `data_pos` on with G graded rollouts each; with dynamic sampling, more rounds of prompts until
     P groups are informative (0 < #correct < G, DAPO Eq. 11) or `max_rounds` ran out."""
     want, g = sampler.prompts_per_step, sampler.sampling.n
-    problems, groups, correct, keep = [], [], [], []
+    problems, groups, correct, verified, keep = [], [], [], [], []
     kept = rounds = generated = last = 0
     while kept < want and rounds < sampler.max_rounds:
         rounds += 1
@@ -208,19 +212,27 @@ def collect(sampler: Sampler, step: int, data_pos: int, times: PhaseTimer) -> Sa
         with times("reward"):
             verdicts = sampler.task.grade([(p, x.text) for p, group in zip(batch, new) for x in group])
             right = np.array([float(v.correct) for v in verdicts]).reshape(len(batch), g)
-        informative = ~group_stats(right).degenerate if sampler.dynamic_sampling else np.ones(len(batch), dtype=bool)
+            said = noisy_verifier(right, sampler.reward_flip, (sampler.seed, step, positions.start))
+        informative = ~group_stats(said).degenerate if sampler.dynamic_sampling else np.ones(len(batch), dtype=bool)
         last, kept = len(problems), kept + int(informative.sum())
         problems, groups = problems + batch, groups + new
         correct.append(right)
+        verified.append(said)
         keep.append(informative)
         generated += sum(x.num_tokens for group in new for x in group)
-    correct = np.concatenate(correct)  # (S, G)
+    correct, verified = np.concatenate(correct), np.concatenate(verified)  # (S, G) each
     with times("reward"):
         lengths = np.array([[x.num_tokens for x in group] for group in groups])  # (S, G)
         max_tokens = sampler.sampling.max_tokens
         penalty = overlong_penalty(lengths, max_tokens, sampler.overlong_buffer, sampler.overlong_penalty)
+    keep = np.concatenate(keep)
+    acted = {  # the evidence that each mechanism that is on did something this step (`mechanism/<name>/acted`)
+        **({"dynamic_sampling": float(not keep.all())} if sampler.dynamic_sampling else {}),
+        **({"overlong_shaping": float((penalty != 0).any())} if sampler.overlong_buffer else {}),
+        **({"reward_flip": float((verified != correct).any())} if sampler.reward_flip else {}),
+    }
     return Sampled(
-        problems, groups, correct, penalty, correct + penalty, np.concatenate(keep), last, rounds, generated, data_pos
+        problems, groups, correct, penalty, verified + penalty, keep, last, rounds, generated, data_pos, acted
     )
 
 
@@ -321,10 +333,11 @@ def update(
             old[active] = _frozen_logprobs(cfg, policy, policy.model, batch.rows(active.nonzero().squeeze(1)))
         if policy.ref is not None:
             ref = _frozen_logprobs(cfg, policy, policy.ref, batch)
-    if loss.correction.mode != "none":  # spec: the weights change the measure (detached), on the trained rows
-        weights, m = correction_weights(old, engine_lp, batch.mask * active[:, None], loss.correction)
-        token_adv = token_adv * weights  # (N, T)
-        out.update({k: float(v) for k, v in m.items() if not k.startswith("rollout_corr/kl")})  # kl: `measure`
+    mask = batch.mask  # (N, T) the aggregation mask: a rejection mode takes its rejected tokens out (as veRL 0.9.1)
+    if loss.correction.mode != "none":  # the weights change the measure (detached), on the trained rows
+        fix = correction(old, engine_lp, batch.mask * active[:, None], loss.correction)
+        token_adv, mask = token_adv * fix.weights, batch.mask * fix.keep  # (N, T) each
+        out.update({k: float(v) for k, v in fix.metrics.items() if not k.startswith("rollout_corr/kl")})  # kl: measure
     old = old if cfg.epochs * splits > 1 else None  # one step per batch: ratio exactly 1 (the loss detaches logp)
     sums: dict[str, float] = {}
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
@@ -333,7 +346,8 @@ def update(
         for _ in range(cfg.epochs):
             order = torch.randperm(n, generator=generator) if splits > 1 else torch.arange(n)
             for mb in torch.tensor_split(order.to(token_adv.device), splits):
-                metrics = _minibatch_step(cfg, policy, loss, batch, mb, active[mb], token_adv, nondegenerate, old, ref)
+                args = (batch, mask, mb, active[mb], token_adv, nondegenerate, old, ref)
+                metrics = _minibatch_step(cfg, policy, loss, *args)
                 for key, value in metrics.items():
                     sums[key] = sums.get(key, 0.0) + value
         policy.scheduler.step()
@@ -346,13 +360,14 @@ def update(
 
 
 def _minibatch_step(
-    cfg: TrainConfig, policy: Policy, loss: Loss, batch, mb, mb_active, token_adv, nondegenerate, old, ref
+    cfg: TrainConfig, policy: Policy, loss: Loss, batch, mask, mb, mb_active, token_adv, nondegenerate, old, ref
 ) -> dict[str, float]:
     """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in pieces (`_pieces`:
     length buckets, or token-budget micro-batches), each trimmed of its padding columns, the forward and loss in
-    the compute dtype; the pieces' losses (sums over rows) accumulate one gradient. Returns the step's loss
-    metrics and `policy/grad_norm`."""
-    weights = aggregation_weights(batch.mask[mb], loss.agg, nondegenerate[mb], loss.max_tokens)[mb_active]  # ALL rows
+    the compute dtype; the pieces' losses (sums over rows) accumulate one gradient. `mask` (N, T): the tokens the
+    loss aggregates (`batch.mask` less a rejection's tokens). Returns the step's loss metrics and
+    `policy/grad_norm`."""
+    weights = aggregation_weights(mask[mb], loss.agg, nondegenerate[mb], loss.max_tokens)[mb_active]  # ALL rows
     rows = mb[mb_active]
     # zero (not None) grads: an all-skipped mini-batch steps AdamW on zeros (momentum moves the weights); a resumed
     # run gets the same zero grads from checkpoint.load_optimizer
@@ -363,20 +378,17 @@ def _minibatch_step(
         t = sub.tokens.shape[1]
         with compute_context(policy.compute_dtype, policy.device):
             logp, _ = token_logprobs(policy.model, sub, cfg.temperature, _chunk(cfg))  # (b, t)
-            value, m = policy_loss(
+            value, m = loss.policy_loss(  # the one loss registry call (benchctl.losses)
                 logp,
                 logp.detach() if old is None else old[idx, :t],
                 token_adv[idx, :t],
+                mask[idx, :t],
                 weights[piece, :t],
-                sub.mask,
-                clip_low=loss.clip_low,
-                clip_high=loss.clip_high,
-                ratio=loss.ratio,
                 kl_coef=loss.kl_coef,
-                ref_logp=None if ref is None else ref[idx, :t],
+                ref_log_prob=None if ref is None else ref[idx, :t],
             )
         value.backward()
-        parts.append((m, float(sub.mask.sum())))
+        parts.append((m, float(mask[idx, :t].sum())))
     metrics = dict(combine_metrics(parts))
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
     metrics["policy/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(policy.model.parameters(), max_norm))

@@ -77,3 +77,12 @@ def variance_proxy(
         "variance_proxy/expected_a_squared": float((a**2).mean()) if len(a) else float("nan"),
         "variance_proxy/expected_w": float(w.mean()) if len(w) else float("nan"),
     }
+
+
+def mechanism_metrics(acted: dict[str, float]) -> dict[str, float]:
+    """`mechanism/<name>/acted` per mechanism that is on in this run (1.0: it changed something this step, 0.0:
+    the run trained as its base this step): the estimator's own (`Estimator.mechanisms()`: AVSPO augmented a
+    group, HA-DW's anchor moved, ...) and the sampler's (dynamic sampling dropped a group, overlong shaping
+    penalised a rollout, the noisy verifier flipped a reward). The report's `mechanism_acted_frac` is the least
+    of their means over the steps; under 5% the arm is marked inert."""
+    return {f"mechanism/{name}/acted": float(value) for name, value in acted.items()}

@@ -1,6 +1,7 @@
-"""Reward shaping of the trainer, as pure functions: DAPO's overlong reward shaping (arXiv:2503.14476 §3.4).
+"""Reward shaping of the trainer, as pure functions: DAPO's overlong reward shaping (arXiv:2503.14476 §3.4) and a
+noisy verifier (the planted control arm of `reward_flip`).
 
-The shaped reward is what the estimator sees; dynamic sampling's filter and pass@k stay on correctness.
+The shaped reward is what the estimator sees; pass@k and `reward/mean` stay on the task's true correctness.
 """
 
 from __future__ import annotations
@@ -23,3 +24,12 @@ def overlong_penalty(lengths, max_tokens: int, buffer: int, factor: float = 1.0)
         return np.zeros_like(y)
     ramp = ((max_tokens - buffer) - y) / buffer  # > 0 before the buffer, 0 at its start, -1 at L_max
     return factor * np.clip(ramp, -1.0, 0.0)
+
+
+def noisy_verifier(correct: np.ndarray, flip: float, key: tuple[int, ...]) -> np.ndarray:
+    """What the verifier says: `correct` (P, G), each entry flipped with probability `flip` (0: `correct` itself),
+    from a generator seeded by `key` (seed, step, data position), so every arm of a seed flips the same draws."""
+    if not flip:
+        return correct
+    flips = np.random.default_rng([*key, 0x5EED]).random(correct.shape) < flip
+    return np.where(flips, 1.0 - correct, correct)

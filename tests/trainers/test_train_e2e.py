@@ -139,7 +139,7 @@ def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_mo
         loss = _loss("seq-mean-token-mean", max_tokens=8)
         rows = torch.arange(6)
         active = (adv != 0).any(1) if skip else torch.ones(6, dtype=torch.bool)
-        sums = _minibatch_step(cfg, policy, loss, batch, rows, active, adv, nondeg, None, None)
+        sums = _minibatch_step(cfg, policy, loss, batch, batch.mask, rows, active, adv, nondeg, None, None)
         losses.append(sums["loss/total"])
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert losses[0] == pytest.approx(losses[1], abs=1e-7)
@@ -148,10 +148,11 @@ def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_mo
 
 
 def _loss(agg: str, max_tokens: int):
+    from benchctl.losses import get_loss
     from benchctl.trainers.build import Loss
     from benchctl.trainers.rollout_correction import RolloutCorrection
 
-    return Loss(agg, 0.2, 0.28, "token", 0.0, max_tokens, RolloutCorrection())
+    return Loss(get_loss("ppo_clip", clip_high=0.28), agg, 0.0, max_tokens, RolloutCorrection())
 
 
 def test_aggregation_weights_of_a_minibatch_count_the_skipped_rows():
