@@ -35,7 +35,7 @@ def _integral_floats(arr: np.ndarray) -> bool:
 
 
 def pass_at_k(n, c, k) -> np.ndarray | float:
-    """Unbiased pass@k per problem (arXiv:2107.03374 Eq. 1, product form; spec §8).
+    """Unbiased pass@k per problem (arXiv:2107.03374 Eq. 1, product form; docs/contract.md §8).
 
     Args:
         n: samples per problem, int or integer array of shape (P,) (any shape broadcastable with `c`).

@@ -30,7 +30,7 @@ Turn on (veRL imports the module in every process that imports `verl`, the drive
   veRL's estimator interface does not pass; its functions are registered and raise an error naming this.
 - Diagnostics: `SESSION.diagnostics()` (veRL's compute_advantage has no metrics return path).
 
-Deviations from veRL's own estimators: benchctl's formulas (spec §2), e.g. degenerate groups get exactly 0.0
+Deviations from veRL's own estimators: benchctl's formulas (docs/contract.md §2), e.g. degenerate groups get exactly 0.0
 and a group of one rollout is an ordinary (degenerate) group, where veRL's GRPO uses mean 0 / std 1.
 """
 

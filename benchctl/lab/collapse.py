@@ -1,7 +1,7 @@
 """`simulate collapse`: probability of degenerate groups and the expected advantage-collapse rate (ACR).
 
 A group of G binary rollouts at success probability p is all-wrong with probability (1-p)^G and
-all-correct with p^G (HA-DW arXiv:2601.08521 Eq. 32); the ACR of a batch (AVSPO arXiv:2605.21125, spec §4)
+all-correct with p^G (HA-DW arXiv:2601.08521 Eq. 32); the ACR of a batch (AVSPO arXiv:2605.21125, docs/contract.md §4)
 is the fraction of degenerate groups, so E[ACR] = (1-p)^G + p^G and, for i.i.d. prompts, the batch ACR
 is Binomial(B, E[ACR]) / B (standard deviation `acr_sd`). With prompt difficulties p ~ Beta(a, b):
 E[(1-p)^G] = B(a, b+G)/B(a, b), E[p^G] = B(a+G, b)/B(a, b). `oversample` = 1 / P(S) is the expected

@@ -9,7 +9,7 @@ import numpy as np
 
 from benchctl.errors import BenchctlError, check_range
 
-# Default success-probability grid: contains the spec §5 check points 0.05, 0.10, 0.25, 0.5, 0.75.
+# Default success-probability grid: contains the docs/contract.md §5 check points 0.05, 0.10, 0.25, 0.5, 0.75.
 DEFAULT_P = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
 
 

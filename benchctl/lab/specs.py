@@ -1,6 +1,6 @@
 """Estimator specs for the lab: parse `name(key=val,...)` lists, build estimators, probe their traits.
 
-The lab only uses the public registry API (`benchctl.estimators.get_estimator`, spec §1), so any registered
+The lab only uses the public registry API (`benchctl.estimators.get_estimator`, docs/contract.md §1), so any registered
 estimator works, third-party ones included. Syntax [our choice]: `--estimators "grpo,ha_dw(base=dr_grpo,
 lambda_scale=1.5),grpo(std=population)"`; values parse as int, float, true/false, none, else string. The
 same name may appear twice with different hyperparameters; the spec text is the row label.

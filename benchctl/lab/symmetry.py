@@ -5,7 +5,7 @@ group with c correct rollouts is fed to each estimator and we report sum |A| ove
 wrong rollouts, their total (the group's update magnitude), and the net sum sum A (= C of Theorem 1,
 zero for zero-sum estimators). Closed forms beside them: GRPO with population std
 2G sqrt(p(1-p)) (Eq. 10), Hard-Focused G sqrt(1-p), Easy-Focused G sqrt(p) (Table 1b, gamma = 0.5),
-DGPO G (MathForge, spec §2, question weight 1).
+DGPO G (MathForge, docs/contract.md §2, question weight 1).
 
 Batch context [our choice]: `single` feeds each group alone as its own batch with a fresh estimator
 (DGPO's question weight is then 1, A-GRAE's omega = p_hat, HA-DW's first anchor = p_hat); `pooled` feeds

@@ -45,7 +45,7 @@ def all_correct_probability(p, G) -> np.ndarray:
 def degenerate_probability(p, G) -> np.ndarray:
     """P(group degenerate) = (1-p)^G + p^G = 1 - P(S) (HA-DW arXiv:2601.08521 Eq. 32).
 
-    This is also the expected advantage-collapse rate (ACR, spec §4) of a batch of prompts that all have
+    This is also the expected advantage-collapse rate (ACR, docs/contract.md §4) of a batch of prompts that all have
     success probability p.
     """
     return all_wrong_probability(p, G) + all_correct_probability(p, G)
@@ -64,7 +64,7 @@ def conditional_bias(p, G) -> np.ndarray:
 
     `p(1-p)((1-p)^(G-1) - p^(G-1)) / (1 - (1-p)^G - p^G)`: positive for p < 0.5 (hard prompts are
     under-credited), negative for p > 0.5, zero at 0.5; NaN where P(S) = 0 (p in {0, 1} or G = 1).
-    Check values (spec §5), G = 8: p = 0.05 -> 0.0986, 0.10 -> 0.0756, 0.25 -> 0.0278, 0.75 -> -0.0278.
+    Check values (docs/contract.md §5), G = 8: p = 0.05 -> 0.0986, 0.10 -> 0.0756, 0.25 -> 0.0278, 0.75 -> -0.0278.
     """
     p_arr, g_arr = _arrays(p, G)
     ok = _has_mixed_groups(p_arr, g_arr)

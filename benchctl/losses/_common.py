@@ -1,10 +1,10 @@
-"""Shared pieces of the policy losses: the aggregation (spec §6, reused from the trainer), ratios, metrics.
+"""Shared pieces of the policy losses: the aggregation (docs/contract.md §6, reused from the trainer), ratios, metrics.
 
-Shapes: N rollouts (rows) x T completion tokens; every tensor argument of a loss is (N, T); `response_mask` is 1.0
-on real completion tokens. `loss_agg_mode` is either a spec §6 mode name, aggregated over the rows given (the
-Dr.GRPO constant is then T, veRL's `loss_scale_factor=None` horizon; DGPO's rows are all non-degenerate), or the
-(N, T) weights `benchctl.trainers.losses.aggregation_weights` computed over a whole mini-batch: the trainer's form,
-so that the losses of its micro-batches add up to the mini-batch's loss.
+Shapes: N rollouts (rows) x T completion tokens; every tensor argument of a loss is (N, T); `response_mask` is 1.0 on
+real completion tokens. `loss_agg_mode` is either a mode name (docs/contract.md §6), aggregated over the rows given (the
+Dr.GRPO constant is then T, veRL's `loss_scale_factor=None` horizon; DGPO's rows are all non-degenerate), or the (N, T)
+weights `benchctl.trainers.losses.aggregation_weights` computed over a whole mini-batch: the trainer's form, so that the
+losses of its micro-batches add up to the mini-batch's loss.
 """
 
 from __future__ import annotations

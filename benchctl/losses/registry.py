@@ -1,7 +1,7 @@
 """The policy-loss registry: built-ins and plug-ins register here with `@register_loss` (as estimators do).
 
 Signature: fn(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params) -> (loss, metrics)
-with (N, T) tensors, `log_prob` carrying the gradient, `loss_agg_mode` a spec §6 mode or (N, T) weights
+with (N, T) tensors, `log_prob` carrying the gradient, `loss_agg_mode` a docs/contract.md §6 mode or (N, T) weights
 (`benchctl.losses._common`), `params` the loss's frozen dataclass; `loss` is a 0-d tensor, `metrics` 0-d detached
 tensors under `loss/` and `policy/` (the caller converts them once per step, style §18).
 """
@@ -25,7 +25,7 @@ class LossSpec:
     name: str
     fn: Callable
     params: type  # frozen dataclass of hyperparameters (every field has metadata["help"])
-    loss_agg: str | None  # the paper's aggregation (spec §6); None = the estimator's default
+    loss_agg: str | None  # the paper's aggregation (docs/contract.md §6); None = the estimator's default
     # True: with one update per batch (pi = pi_old, every ratio 1) its gradient is `gpg`'s, so its own mechanism
     # (clip, gate, mask) acts only with several mini-batches or epochs; False: it acts on-policy too (or is gpg)
     inert_on_policy: bool

@@ -65,7 +65,7 @@ def length_buckets(batch: Batch, overhead: int = BUCKET_OVERHEAD_TOKENS) -> list
     tokens the forward/backward computes: sum over buckets of distinct prompts x widest prompt (each prompt is
     forwarded once, `completion_logits`) + rows x longest completion + `overhead` per bucket. Rows are sorted by
     completion length and cut into contiguous runs by dynamic programming (O(N^2) on N rows). The loss is a sum
-    over rows (spec §6 weights are computed over the whole mini-batch), so summing the buckets' losses and
+    over rows (docs/contract.md §6 weights are computed over the whole mini-batch), so summing the buckets' losses and
     gradients gives the full batch's up to float rounding."""
     prompt = batch.attention_mask[:, : batch.prompt_width].sum(dim=1).cpu().numpy()  # (N,) real prompt tokens
     completion = batch.mask.sum(dim=1).clamp(min=1).cpu().numpy()  # (N,)

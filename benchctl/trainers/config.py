@@ -1,4 +1,4 @@
-"""`TrainConfig`: every setting of `benchctl train`, the recipes of spec §6, and how a config is resolved.
+"""`TrainConfig`: every setting of `benchctl train`, the recipes of docs/contract.md §6, and how a config is resolved.
 
 Precedence [our choice, like most CLIs]: defaults < `--recipe` < `--config FILE.yaml` < flags. Each resolved value
 keeps its source (`default`, `recipe`, `file`, `flag`, `derived`), written to RUN/config.json (style item 11).
@@ -22,10 +22,10 @@ DEVICES = ("auto", "cpu", "cuda")
 ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch
 DTYPES = ("auto", "float32", "bfloat16")  # the policy's compute dtype (`device.resolve_dtype`)
 
-# Spec §6: what each recipe sets, with its source in the paper (docs/training.md, "Recipes"). A later source (file,
-# flag) still overrides a recipe value. `mini_batches` is the paper's number of optimizer steps per rollout batch,
-# capped at the run's rows so that no mini-batch is empty (`build_config`): with one step per batch the ratio stays 1
-# and no clip range can act.
+# What each recipe sets (docs/contract.md §6), with its source in the paper (docs/training.md, "Recipes"). A later
+# source (file, flag) still overrides a recipe value. `mini_batches` is the paper's number of optimizer steps per
+# rollout batch, capped at the run's rows so that no mini-batch is empty (`build_config`): with one step per batch the
+# ratio stays 1 and no clip range can act.
 RECIPES: dict[str, dict[str, Any]] = {
     "dapo": {  # arXiv:2503.14476
         "estimator": "grpo",  # §2.2 group-normalised advantage

@@ -1,6 +1,6 @@
-"""The policy loss, as pure torch functions: loss aggregations (spec §6), the clipped surrogate with decoupled
-low/high clip (PPO, arXiv:1707.06347 Eq. 7; DAPO clip-higher, arXiv:2503.14476 Eq. 10), GSPO's sequence ratio
-(arXiv:2507.18071 Eq. 7) and the k3 KL estimator (Schulman 2020; DeepSeekMath arXiv:2402.03300 Eq. 4).
+"""The policy loss, as pure torch functions: loss aggregations (docs/contract.md §6), the clipped surrogate with
+decoupled low/high clip (PPO, arXiv:1707.06347 Eq. 7; DAPO clip-higher, arXiv:2503.14476 Eq. 10), GSPO's sequence
+ratio (arXiv:2507.18071 Eq. 7) and the k3 KL estimator (Schulman 2020; DeepSeekMath arXiv:2402.03300 Eq. 4).
 
 Shapes: N rollouts (rows) x T completion tokens; `mask` (N, T) is 1.0 on real completion tokens.
 An aggregation is written as per-token weights W (N, T) with loss = sum(W * l): the weights are computed once
@@ -14,7 +14,7 @@ import torch
 
 
 def aggregation_weights(mask: torch.Tensor, mode: str, nondegenerate: torch.Tensor, max_tokens: int) -> torch.Tensor:
-    """Per-token weights W (N, T) such that sum(W * l) is the aggregated loss (spec §6).
+    """Per-token weights W (N, T) such that sum(W * l) is the aggregated loss (docs/contract.md §6).
 
     seq-mean-token-mean (GRPO, arXiv:2402.03300 Eq. 3): (1/N) sum_i (1/|o_i|) sum_t l_it.
     token-mean (DAPO, arXiv:2503.14476 Eq. 8): sum_it l_it / sum_i |o_i|.

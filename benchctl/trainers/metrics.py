@@ -47,7 +47,7 @@ TOKEN_DIAGNOSTICS = ("reshaped_frac", "no_span_frac")  # Estimator.token_advanta
 
 def estimator_metrics(diagnostics: dict[str, float]) -> dict[str, float]:
     """The estimator's own diagnostics under est/ (HA-DW anchor, AVSPO tau and K, A-GRAE omega, ...); those of the
-    token reshaping (spec §7) under oar/: `oar/reshaped_frac`, rows whose token weights are not all 1, and
+    token reshaping (docs/contract.md §7) under oar/: `oar/reshaped_frac`, rows whose token weights are not all 1, and
     `oar/no_span_frac`, rows without reasoning span (no answer found, or nothing before it)."""
     return {f"{'oar' if k in TOKEN_DIAGNOSTICS else 'est'}/{k}": float(v) for k, v in diagnostics.items()}
 

@@ -1,4 +1,4 @@
-"""OAR importance scores (spec §7; arXiv:2601.07408): what `est.token_scores` asks the trainer to compute.
+"""OAR importance scores (docs/contract.md §7; arXiv:2601.07408): what `est.token_scores` asks the trainer to compute.
 
 `phi` of a response = mean log-probability of its answer tokens: the tokens of the final answer the task's
 extractor reads (`task.answer_span`: the last `\\boxed{}`'s contents when there is a box), found by character

@@ -1,4 +1,4 @@
-"""The loss pieces against hand computations on small tensors (spec §6; PPO/DAPO/GSPO/k3)."""
+"""The loss pieces against hand computations on small tensors (docs/contract.md §6; PPO/DAPO/GSPO/k3)."""
 
 import math
 

@@ -1,5 +1,5 @@
-"""OAR importance scores (spec §7): the answer span is found in the completion's tokens; gradient x input and
-perturbation scores live on the reasoning tokens only, are >= 0, and feed `est.token_advantages`."""
+"""OAR importance scores (docs/contract.md §7): the answer span is found in the completion's tokens; gradient x input
+and perturbation scores live on the reasoning tokens only, are >= 0, and feed `est.token_advantages`."""
 
 import pytest
 import torch
