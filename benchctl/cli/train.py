@@ -100,6 +100,15 @@ def _summary(result, task: str) -> None:
     parts += [f"{k[5:]} {v:.3f}" for k, v in evals.items()]
     state = "stopped (checkpoint written)" if result.interrupted else "done"
     typer.echo(f"{state}: {', '.join(parts)} -> {result.run}")
+    from benchctl.trainers.metrics import INERT_BELOW, mechanism_fractions
+
+    for name, frac in mechanism_fractions(list(result.metrics)).items():
+        if frac < INERT_BELOW:
+            typer.echo(
+                f"warning: {name} acted on {frac:.0%} of the steps (under {INERT_BELOW:.0%}): this run trained as its"
+                " base; see mechanism/*/acted in train_metrics.parquet",
+                err=True,
+            )
     typer.echo(f"evaluate it: benchctl eval --model {result.run} --tasks {task} --k 1..16")
 
 

@@ -46,3 +46,27 @@ def test_a_noisy_run_logs_that_its_verifier_acted_and_reward_mean_stays_the_true
     for row in result.metrics:
         seen = rollouts[rollouts.step == row["step"]].reward.mean()
         assert row["reward/mean"] != pytest.approx(seen) or seen in (0.0, 1.0)
+
+
+def test_mechanism_fractions_are_the_share_of_steps_each_mechanism_acted_on():
+    from benchctl.trainers.metrics import mechanism_fractions
+
+    rows = [{"step": 1, "mechanism/avspo/acted": 0.0}, {"step": 2, "mechanism/avspo/acted": 1.0, "x": 2.0}]
+    rows += [{"step": 3, "mechanism/avspo/acted": 0.0, "mechanism/reward_flip/acted": 1.0}]
+    assert mechanism_fractions(rows) == {"avspo": pytest.approx(1 / 3), "reward_flip": 1.0}
+    assert mechanism_fractions([{"step": 1}]) == {}
+
+
+def test_train_warns_at_the_end_when_a_mechanism_never_acted(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from benchctl.cli import app
+    from benchctl.trainers.loop import TrainResult
+
+    rows = tuple({"step": s, "reward/mean": 0.2, "mechanism/avspo/acted": 0.0} for s in (1, 2, 3))
+    monkeypatch.setattr("benchctl.trainers.train", lambda cfg, display=None: TrainResult(Path("r"), 3, rows, False))
+    result = CliRunner().invoke(app, ["train", "--estimator", "avspo", "--out", str(tmp_path / "r"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "warning: avspo acted on 0% of the steps (under 5%): this run trained as its base" in result.output
