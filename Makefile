@@ -81,7 +81,7 @@ BENCHCTL := $(VENV)/bin/benchctl
 demo: venv
 	$(BENCHCTL) estimators
 	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO)
-	$(BENCHCTL) report $(DEMO) --baseline grpo --group-by estimator_label,group_size --out $(DEMO)/report
+	$(BENCHCTL) report $(DEMO) --baseline grpo --group-by arm,group_size --out $(DEMO)/report
 	@echo "report: $(DEMO)/report/report.html (also report.md and parquet tables in $(DEMO)/report/)"
 
 # The seed papers' claims tested on the embedded testbed (examples/claims/README.md): three matrices (arith at G=8,

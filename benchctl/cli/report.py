@@ -15,13 +15,15 @@ PrimaryKOpt = Annotated[int, typer.Option("--primary-k", help="k of the primary 
 BaselineOpt = Annotated[
     str,
     typer.Option(
-        "--baseline", help="Arm to compare against (estimator_label, estimator or model); 'none' for no comparisons."
+        "--baseline",
+        help="Arm to compare against (arm, estimator_label, estimator or model); 'none' for no comparisons.",
     ),
 ]
 GroupByOpt = Annotated[
     str | None,
     typer.Option(
-        "--group-by", help="Comma list of run columns that define an arm (default: estimator_label + varying columns)."
+        "--group-by",
+        help="Comma list of run columns that define an arm (default: arm + varying columns; docs/report.md).",
     ),
 ]
 TuningSeedsOpt = Annotated[

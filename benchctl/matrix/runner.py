@@ -54,8 +54,16 @@ def eval_finished(run: Path) -> bool:
 
 
 def cell_row(results: Path, cell: Cell, status: str, reason: str | None = None) -> dict[str, Any]:
-    """The cell's index row, from its configuration alone (so a resumed matrix writes the same rows)."""
-    values = {**cell.train_values(), "recipe": cell.recipe, "estimator_label": cell.arm}
+    """The cell's index row, from its configuration alone (so a resumed matrix writes the same rows): its `arm`
+    (`Cell.arm`) and its estimator's `Estimator.label` (as RUN/config.json records it; None when the estimator
+    cannot be built, a cell that fails)."""
+    from benchctl.estimators import get_estimator
+
+    try:
+        label = get_estimator(cell.estimator, **dict(cell.params)).label
+    except (BenchctlError, TypeError, ValueError):
+        label = None
+    values = {**cell.train_values(), "recipe": cell.recipe, "estimator_label": label, "arm": cell.arm}
     return index_row(results, run_folder(results, cell), values, status, reason)
 
 

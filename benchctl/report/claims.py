@@ -5,7 +5,7 @@ A claims file (YAML) lists what papers report, in terms the report can check:
     claims:
       - paper: "2601.08521"                       # arXiv id
         claim: HA-DW improves GRPO                # the paper's statement
-        arm: ha_dw                                # estimator_label of the arm ...
+        arm: ha_dw                                # the arm (a matrix arm, else estimator_label) ...
         baseline: grpo                            # ... and of the baseline
         metric: pass@k                            # pass@k (held-out) or a training metric, e.g. acr/all
         k: 1                                      # for pass@k
@@ -207,9 +207,9 @@ def _check_numbers_and_ids(values: dict, where: str) -> None:
 
 def _select(runs: pd.DataFrame, label: str, where: Mapping[str, Any]) -> pd.DataFrame:
     from benchctl.report.config import _norm
+    from benchctl.report.load import arm_column
 
-    arm_col = "estimator_label" if "estimator_label" in runs else "arm"
-    keep = runs[arm_col].astype(str) == label
+    keep = runs[arm_column(runs)].astype(str) == label
     for key, value in where.items():
         if key not in runs:
             return runs.iloc[0:0]

@@ -19,12 +19,12 @@ class ReportConfig:
     inputs: tuple[str, ...] = _f((), "run folders, results folders with index.parquet, or folders holding runs")
     out: str | None = _f(None, "output folder for report.md/.html, the parquet tables and plots; None -> print only")
     baseline: str | None = _f(
-        "grpo", "arm to compare against (estimator_label, estimator or model); None -> no comparisons"
+        "grpo", "arm to compare against (matrix arm or estimator_label, estimator or model); None -> no comparisons"
     )
     where: tuple[str, ...] = _f((), "run filters key=value, key=v1,v2 (any of), key!=value; on run columns")
     group_by: tuple[str, ...] = _f(
         (),
-        "run columns that define an arm; () -> estimator_label (or model) plus "
+        "run columns that define an arm ('arm': the matrix arm, else estimator_label, else model); () -> arm plus "
         "the columns that vary across runs (model, recipe, group_size)",
     )
     tasks: tuple[str, ...] = _f((), "evaluated tasks to report; () -> every task found")

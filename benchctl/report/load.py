@@ -1,8 +1,9 @@
 """Read the report's inputs through the storage layer into tidy pandas frames (no statistics here).
 
 Frames [our choice]:
-* runs: one row per run: run_id, path, kind, status, every configuration column, `arm` (the label of the
-  run's group-by values) and `eval` (the eval folder used: a train run's eval/final, else its latest
+* runs: one row per run: run_id, path, kind, status, every configuration column (`estimator_label`: the
+  estimator's `Estimator.label`; `cell_arm`: the matrix cell's arm, index.parquet's `arm`), `arm` (the label of
+  the run's group-by values) and `eval` (the eval folder used: a train run's eval/final, else its latest
   eval/step-N; an eval run's own folder; None when the run has no eval), `health` and `health_evidence`
   (`benchctl.report.health.classify` of the run's metrics and evaluations: ok, diverged, collapsed, stalled,
   entropy_decayed), `mechanism_acted_frac` and `inert_mechanisms` (`benchctl.report.health.mechanism_activity`
@@ -15,7 +16,7 @@ Frames [our choice]:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +28,13 @@ from benchctl.report.health import classify, mechanism_activity
 from benchctl.results.runinfo import EVAL_KIND, eval_tasks, find_runs, read_eval_problems
 from benchctl.results.train_run import list_evals, read_train_metrics
 
-ARM_COLUMNS = ("estimator_label", "model")  # the first one any run has names the arm ("method")
+# The first of these any run has names the arm ("method"): a matrix cell's arm (index.parquet's `arm`, held as
+# `cell_arm` beside the report's own `arm` label), else the estimator's label (a `benchctl train` run), else the model
+# (a plain eval).  `--group-by arm` and `--where arm=...` name that column [our choice].
+ARM_COLUMNS = ("cell_arm", "estimator_label", "model")
+ARM = "arm"
 VARYING = ("model", "recipe", "group_size")  # joined to the default group-by when they differ across runs
-_SHORT = {"group_size": "G", "estimator_label": "", "model": "", "estimator": ""}
+_SHORT = {"group_size": "G", "cell_arm": "", "estimator_label": "", "model": "", "estimator": ""}
 
 
 @dataclass
@@ -52,9 +57,10 @@ def _runs_frame(config: ReportConfig) -> pd.DataFrame:
         {"run_id": i, "path": str(r.path), "kind": r.kind, "status": r.status, **dict(r.columns)}
         for i, r in enumerate(refs)
     ]
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows).rename(columns={ARM: "cell_arm"})
     for text in config.where:
         cond = parse_where(text)
+        cond = replace(cond, key=arm_column(frame) if cond.key == ARM else cond.key)
         if cond.key not in frame.columns:
             raise BenchctlError(
                 f"--where {text!r}: unknown column {cond.key!r}; columns: "
@@ -66,9 +72,16 @@ def _runs_frame(config: ReportConfig) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+def arm_column(runs: pd.DataFrame) -> str:
+    """The first of ARM_COLUMNS that some run has (`model` when none has)."""
+    return next((c for c in ARM_COLUMNS if c in runs and runs[c].notna().any()), "model")
+
+
 def resolve_group_by(runs: pd.DataFrame, requested: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
-    """(group-by columns, arm column).  Default: the arm column plus the VARYING columns that differ."""
-    arm = next((c for c in ARM_COLUMNS if c in runs and runs[c].notna().any()), "model")
+    """(group-by columns, arm column).  Default: the arm column plus the VARYING columns that differ; `arm` in
+    `requested` names the arm column."""
+    arm = arm_column(runs)
+    requested = tuple(arm if c == ARM else c for c in requested)
     if requested:
         bad = [c for c in requested if c not in runs.columns]
         if bad:

@@ -2,7 +2,12 @@
 
 Schema (`INDEX_COLUMNS` in this order, then `est.<param>` per estimator hyperparameter, then status, reason):
     run              string  run folder, relative to the results folder when inside it, else absolute
-    model, task, estimator, estimator_label, recipe     string (null where a run has none)
+    model, task, estimator, estimator_label, recipe     string (null where a run has none); estimator_label is
+                     `Estimator.label` as in RUN/config.json (e.g. `a_grae(base=dr_grpo)`)
+    arm              string  the matrix cell's arm (`Cell.arm`: the entry's label, its grid point and the loss,
+                     e.g. `ha_dw(lambda_scale=1.5)`, `dapo`, `grpo+cispo`); null for a run outside a matrix.
+                     An index written before this column had none: its estimator_label held the arm
+                     (`benchctl.results.runinfo.read_index_runs` reads it so)
     group_size, seed int64
     est.<param>      float64 when every value is a number, bool when every value is a bool, else string
     status           string  one of `STATUSES`
@@ -26,7 +31,7 @@ from benchctl.results.store import write_table
 from benchctl.results.train_run import TRAIN_KIND
 
 INDEX_FILE = "index.parquet"
-INDEX_COLUMNS = ("run", "model", "task", "estimator", "estimator_label", "recipe", "group_size", "seed")
+INDEX_COLUMNS = ("run", "model", "task", "estimator", "estimator_label", "arm", "recipe", "group_size", "seed")
 STATUSES = ("pending", "running", "done", "failed")
 _TYPES = {"group_size": pa.int64(), "seed": pa.int64()}
 BASE_COLUMNS = ("model", "task", "estimator", "estimator_label", "recipe", "group_size", "seed")

@@ -134,16 +134,22 @@ def read_eval_problems(eval_folder: Path, task: str):
 
 def read_index_runs(results_dir: Path) -> list[RunRef]:
     """The index's rows as RunRefs (run path resolved against the results folder); columns: the run's config.json
-    (when readable) updated with the index row, so a failed run without a config.json is still listed."""
+    (when readable) updated with the index row, so a failed run without a config.json is still listed.  The
+    estimator_label stays config.json's (`Estimator.label`); an index without an `arm` column (written before it
+    had one) held the arm in its estimator_label, which becomes the row's `arm`."""
     out = []
     for row in read_index(results_dir).to_pylist():
         path = Path(row.pop("run"))
         path = path if path.is_absolute() else Path(results_dir) / path
         status = row.pop("status") or "done"
         row.pop("reason", None)
+        if "arm" not in row:
+            row["arm"] = row.pop("estimator_label", None)
         try:
             cfg = read_run_config(path)
-            kind, columns = cfg.kind, {**config_columns(cfg.values, cfg.kind), **row}
+            own = config_columns(cfg.values, cfg.kind)
+            label = {"estimator_label": own["estimator_label"]} if own.get("estimator_label") is not None else {}
+            kind, columns = cfg.kind, {**own, **row, **label}
         except BenchctlError:
             kind, columns = TRAIN_KIND, row
         out.append(RunRef(path, kind, columns, status))

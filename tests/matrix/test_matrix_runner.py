@@ -172,3 +172,20 @@ def test_a_setting_a_resume_may_freely_change_leaves_a_finished_cell_fresh(tmp_p
     work = fake()
     outcome = run_matrix(parse_matrix({**SPEC, "train": {"steps": 2, "threads": 2}}), tmp_path)
     assert {o.status for o in outcome.outcomes} == {"skipped"} and work.trained == []
+
+
+def test_index_row_holds_the_cells_arm_and_its_estimators_label():
+    spec = parse_matrix(
+        {
+            "estimators": {"agrae_dr": {"estimator": "a_grae", "base": "dr_grpo"}, "ha_dw": {"lambda_scale": [1.5]}},
+            "losses": [None, "cispo"],
+            "group_sizes": [4],
+        }
+    )
+    rows = [runner.cell_row(Path("results"), cell, "pending") for cell in spec.cells]
+    assert sorted((r["arm"], r["estimator_label"]) for r in rows) == [
+        ("agrae_dr(base=dr_grpo)", "a_grae(base=dr_grpo)"),
+        ("agrae_dr(base=dr_grpo)+cispo", "a_grae(base=dr_grpo)"),
+        ("ha_dw(lambda_scale=1.5)", "ha_dw(base=grpo)"),
+        ("ha_dw(lambda_scale=1.5)+cispo", "ha_dw(base=grpo)"),
+    ]

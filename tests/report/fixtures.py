@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from benchctl.results import store, tables
-from benchctl.results.index import index_row, write_index
+from benchctl.results.index import INDEX_FILE, index_row, write_index
 from benchctl.results.runinfo import write_run_config
 from benchctl.results.store import RUN_KIND as EVAL_KIND
+from benchctl.results.store import write_table
 from benchctl.results.train_run import (
     TRAIN_KIND,
     eval_dir,
@@ -127,14 +129,21 @@ def write_train_run(
     write_eval(eval_dir(run), task, correct, model=run.name, seed=config["seed"])
 
 
-def write_matrix(results: Path, cells: list[tuple], steps: int = 3) -> list[Path]:
+def write_matrix(results: Path, cells: list[tuple], steps: int = 3, old_index: bool = False) -> list[Path]:
     """cells: [(name, train config, per-problem verdicts[, metrics override])] -> RESULTS/runs/<name> +
-    RESULTS/index.parquet."""
+    RESULTS/index.parquet.  A config's `arm` (default: its estimator_label) goes to the index only, as the matrix
+    writes it; `old_index`: an index as written before its `arm` column (its estimator_label held the arm)."""
     paths, rows = [], []
     for i, (name, config, correct, *metrics) in enumerate(cells):
         run = results / "runs" / name
-        write_train_run(run, config, correct, steps=steps, rng_seed=i, metrics=metrics[0] if metrics else None)
+        own = {k: v for k, v in config.items() if k != "arm"}
+        write_train_run(run, own, correct, steps=steps, rng_seed=i, metrics=metrics[0] if metrics else None)
         paths.append(run)
-        rows.append(index_row(results, run, config, "done"))
-    write_index(results, rows)
+        arm = config.get("arm", config["estimator_label"])
+        row = index_row(results, run, {**own, "arm": arm}, "done")
+        rows.append({k: v for k, v in row.items() if k != "arm"} | {"estimator_label": arm} if old_index else row)
+    if old_index:
+        write_table(results / INDEX_FILE, pa.Table.from_pylist(rows))
+    else:
+        write_index(results, rows)
     return paths

@@ -43,7 +43,7 @@ def test_report_passes_inputs_filters_group_by_and_ks_with_sources(captured):
             "--where",
             "seed!=3",
             "--group-by",
-            "estimator_label,group_size",
+            "arm,group_size",
             "--k",
             "1,4",
             "--out",
@@ -61,7 +61,7 @@ def test_report_passes_inputs_filters_group_by_and_ks_with_sources(captured):
         out="o",
         baseline=None,
         where=("estimator=ha_dw", "seed!=3"),
-        group_by=("estimator_label", "group_size"),
+        group_by=("arm", "group_size"),
         ks=(1, 4),
         sources=sources,
     )

@@ -66,12 +66,29 @@ def test_index_round_trip_types_est_params_and_relative_run_paths(tmp_path):
     ]
     write_matrix(tmp_path, cells)
     table = index.read_index(tmp_path)
-    assert table.column_names[:8] == list(index.INDEX_COLUMNS)
+    assert table.column_names[: len(index.INDEX_COLUMNS)] == list(index.INDEX_COLUMNS)
     assert table.column_names[-2:] == ["status", "reason"]
     assert table.column("run").to_pylist() == ["runs/a", "runs/b"]
     assert str(table.schema.field("est.lambda_scale").type) == "double"
     assert table.column("est.lambda_scale").to_pylist() == [1.3, None]
     assert str(table.schema.field("seed").type) == "int64"
+
+
+def test_index_arm_is_the_matrix_arm_and_estimator_label_stays_the_estimators_label(tmp_path):
+    config = train_config("a_grae", 1, params={"base": "dr_grpo"}, label="a_grae(base=dr_grpo)")
+    write_matrix(tmp_path, [("a", {**config, "arm": "agrae_dr+cispo"}, {"q": [True]})])
+    row = index.read_index(tmp_path).to_pylist()[0]
+    assert (row["arm"], row["estimator_label"]) == ("agrae_dr+cispo", "a_grae(base=dr_grpo)")
+    (ref,) = runinfo.find_runs([tmp_path])
+    assert (ref.columns["arm"], ref.columns["estimator_label"]) == ("agrae_dr+cispo", "a_grae(base=dr_grpo)")
+
+
+def test_an_index_without_arm_reads_its_estimator_label_as_the_arm(tmp_path):
+    config = train_config("ha_dw", 1, params={"lambda_scale": 1.3}, label="ha_dw(base=grpo)")
+    write_matrix(tmp_path, [("a", {**config, "arm": "ha_dw(lambda_scale=1.3)"}, {"q": [True]})], old_index=True)
+    assert "arm" not in index.read_index(tmp_path).column_names
+    (ref,) = runinfo.find_runs([tmp_path])
+    assert (ref.columns["arm"], ref.columns["estimator_label"]) == ("ha_dw(lambda_scale=1.3)", "ha_dw(base=grpo)")
 
 
 def test_index_row_rejects_an_unknown_status(tmp_path):
