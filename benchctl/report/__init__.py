@@ -72,7 +72,7 @@ class ReportResult:
             out.append(rich_table(t["rliable"], title))
         unhealthy = render.health_view(t["runs"]) if "runs" in t else pd.DataFrame()
         if not unhealthy.empty:
-            title = "runs that are not ok (docs/report.md, run health)"
+            title = "runs that are not ok, or noted (docs/report.md, run health)"
             out.append(rich_table(unhealthy.drop(columns="path"), title, wrap=("evidence",)))
         return out
 

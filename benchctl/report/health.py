@@ -27,7 +27,9 @@ States and thresholds [our choices; the defaults of `Thresholds`]:
   `acr/all` == 1 (every group all right or all wrong) or `update/rows_trained` == 0.
 * entropy_decayed: `policy/entropy` at the end (mean of the end window) under 5% of its first finite value or under
   0.001 nats per token.  A policy turning deterministic is worth knowing (pass@k at large k suffers), but on its own
-  it is not a collapse: an improving run's entropy decays; the score decides collapse.
+  it is not a collapse: an improving run's entropy decays; the score decides collapse.  So it is a note
+  (`NOTES`): runs.parquet keeps the label and the run health lists the run, but the run counts as ok for its arm
+  (`summarize`): it marks no comparison `unhealthy` and no verdict cell.
 Windows: the start and end windows hold 10% of the finite values (`edge_fraction`), at least 3 (`MIN_EDGE`).
 A run with findings of several states is labelled by the first of diverged, collapsed, stalled, entropy_decayed;
 the evidence lists every finding.  A run without training metrics (a plain eval) is `ok` unless its evaluations
@@ -53,6 +55,7 @@ import pandas as pd
 from scipy import stats
 
 STATES = ("ok", "diverged", "collapsed", "stalled", "entropy_decayed")  # after "ok": the order a label is chosen in
+NOTES = ("entropy_decayed",)  # labels worth showing that do not make a run unfit to compare (module docstring)
 MIN_EDGE = 3  # steps in the start and end windows of reward/entropy at least (one noisy step decides nothing)
 INERT_FRACTION = 0.05  # a mechanism acting on fewer steps than this trained as its base
 INERT = "inert: trained as its base"
@@ -315,11 +318,17 @@ def classify(
     return Health(state, "; ".join(evidence))
 
 
+def is_ok(state: str) -> bool:
+    """Whether a run in `state` is fit to compare: ok, or a note (`NOTES`)."""
+    return state == "ok" or state in NOTES
+
+
 def summarize(states: Sequence[str], seeds: Sequence) -> str:
-    """'ok' when every run is ok, else 'collapsed: seed 1; stalled: seeds 2, 3' (runs of one arm)."""
+    """'ok' when every run is ok or only noted (`NOTES`), else 'collapsed: seed 1; stalled: seeds 2, 3' (runs of
+    one arm)."""
     bad: dict[str, list[str]] = {}
     for state, seed in zip(states, seeds):
-        if state != "ok":
+        if not is_ok(state):
             name = "-" if seed is None or (isinstance(seed, float) and np.isnan(seed)) else str(int(seed))
             bad.setdefault(state, []).append(name)
     if not bad:

@@ -151,7 +151,8 @@ def inert_runs(runs: pd.DataFrame) -> pd.Series:
 
 
 def health_view(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs that are not ok or whose mechanism was inert: arm, seed, health, evidence, folder."""
+    """The runs that are not ok, noted (`health.NOTES`, e.g. entropy_decayed) or whose mechanism was inert: arm, seed,
+    health, evidence, folder."""
     if "health" not in runs:
         return pd.DataFrame()
     bad = runs[(runs["health"] != "ok") | inert_runs(runs)]

@@ -8,6 +8,7 @@ import pandas as pd
 
 from benchctl.report import render
 from benchctl.report.config import ReportConfig
+from benchctl.report.health import is_ok
 from benchctl.report.page import Section
 from benchctl.report.training_plots import DIAGNOSTIC_PREFIXES, SKIPPED, smoothing_text, smoothing_window
 from benchctl.report.verdict import verdict_legend
@@ -29,7 +30,7 @@ def lead(tables: dict, config: ReportConfig) -> str:
     runs, passk = tables["runs"], tables["passk"]
     tasks = ", ".join(sorted(passk["eval_task"].unique())) if not passk.empty else "none"
     ks = ", ".join(str(k) for k in sorted(passk["k"].unique())) if not passk.empty else "none"
-    bad = int((runs["health"] != "ok").sum()) if "health" in runs else 0
+    bad = int((~runs["health"].map(is_ok)).sum()) if "health" in runs else 0
     return (
         f"{len(runs)} runs, {runs['arm'].nunique()} arms; tasks: {tasks}; k: {ks}; baseline: {config.baseline}; "
         f"{bad} run{'s' if bad != 1 else ''} not ok."

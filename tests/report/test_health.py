@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchctl.report import ReportConfig, build_report
+from benchctl.report import ReportConfig, build_report, render
 from benchctl.report.health import Health, classify, inert_arms, mechanism_activity, summarize
 
 from .fixtures import train_config, write_matrix
@@ -164,6 +164,27 @@ def test_report_marks_comparisons_whose_arm_has_a_collapsed_run(tmp_path):
     page = (out / "report.md").read_text()
     assert "avspo vs grpo (arm: collapsed: seed 1; baseline: ok)" in page
     assert "6 runs: 5 ok, 1 collapsed" in (out / "report.html").read_text()
+
+
+def test_entropy_decayed_is_a_note_in_run_health_that_marks_no_comparison_unhealthy(tmp_path):
+    good = {f"q{i}": [j < 2 for j in range(4)] for i in range(5)}
+    decay = {"policy/entropy": list(np.geomspace(1.0, 1e-4, 12))}
+    cells = [(f"grpo-s{s}", train_config("grpo", s), good) for s in (1, 2, 3)]
+    cells += [(f"avspo-s{s}", train_config("avspo", s), good, decay if s == 1 else {}) for s in (1, 2, 3)]
+    write_matrix(tmp_path / "results", cells, steps=12)
+    out = tmp_path / "rep"
+    result = build_report(ReportConfig(inputs=(str(tmp_path / "results"),), out=str(out), rliable_reps=100))
+    runs = pd.read_parquet(out / "runs.parquet").set_index(["estimator", "seed"])
+    assert runs.loc[("avspo", 1), "health"] == "entropy_decayed"  # the label stays
+    cmp = result.tables["comparisons"]
+    assert not cmp["unhealthy"].any() and set(cmp["arm_health"]) == {"ok"}
+    assert (result.tables["main"].set_index("arm").loc["avspo", "health"] == "ok").all()
+    assert summarize(["entropy_decayed", "ok"], [1, 2]) == "ok"
+    noted = render.health_view(result.tables["runs"])
+    assert noted[["arm", "seed", "health"]].values.tolist() == [["avspo", 1, "entropy_decayed"]]
+    html = (out / "report.html").read_text()
+    assert "6 runs: 5 ok, 1 entropy_decayed" in html and "0 runs not ok" in html
+    assert "Comparisons with runs that are not ok" not in html
 
 
 @pytest.mark.parametrize("state", ["diverged", "stalled"])
