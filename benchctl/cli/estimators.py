@@ -40,6 +40,8 @@ def _show(info, est) -> None:
     console.print(f"default loss aggregation: {agg}")
     if info.token_scores:
         console.print(f"token-level: needs '{info.token_scores}' importance scores (Estimator.token_advantages)")
+    if info.mechanism:
+        console.print(f"acted (mechanism/{info.name}/acted, per step): {escape(info.mechanism)}")
     table = Table(show_lines=False)
     for column in ("hyperparameter", "default", "value", "help"):
         table.add_column(column, no_wrap=column != "help")
@@ -58,8 +60,21 @@ Generated from the estimator registry (docstrings and parameter dataclasses) by
 fails when this file differs from what the command prints. Every formula cites the paper and equation it
 implements; "[our choice]" marks a decision the papers left open, and "Deviations" where we differ from a paper or
 its released code. Modifiers (`kind` modifier) reshape the advantage of any base estimator (`base=NAME`, default
-grpo) and use the base's loss aggregation. "spec §N" and "estimators-sources §N" name sections of the project's
-estimator specification and source notes, which these docstrings restate.
+grpo) and use the base's loss aggregation. "contract.md §N" names a section of [contract.md](contract.md), the
+estimator contract and its mathematics; "estimators-sources §N" names the project's source notes, which these
+docstrings restate. "Acted" is the per-step evidence that an estimator's mechanism did something
+(`mechanism/<name>/acted` in the run's metrics; the report marks an arm under 5% of steps inert).
+
+## Names that collide
+
+- **BNPO.** TRL 1.16's `loss_type="bnpo"` is a batch token normaliser of the clipped loss (see
+  [losses.md](losses.md)); `bnpo` here is the BNPO paper's estimator (arXiv:2506.02864: a Beta-distribution
+  normalisation of the advantage).
+- **Pass@k.** veRL 0.9.1's `grpo_passk` advantage gives only the best rollout of a group a non-zero advantage
+  (r_max - r_second_max, after arXiv:2503.19595); it is not the Pass@k Training paper (arXiv:2508.10751), which
+  `passk` here implements (the analytic advantage of the pass@k reward over k-subsets).
+- **DGPO.** `dgpo` here is MathForge's difficulty-aware group policy optimisation (arXiv:2601.20614); arXiv
+  2603.14389 also calls its method DGPO and is a different algorithm, not registered here.
 """
 
 
@@ -85,6 +100,8 @@ def _markdown_section(info) -> list[str]:
     ]
     if info.token_scores:
         lines.append(f"- **Token-level:** needs '{info.token_scores}' importance scores (`Estimator.token_advantages`)")
+    if info.mechanism:
+        lines.append(f"- **Acted** (`mechanism/{info.name}/acted`, logged every step): {info.mechanism}")
     lines += ["", "| hyperparameter | default | help |", "|---|---|---|"]
     lines += [f"| `{hp.name}` | `{_format_value(hp.default)}` | {_cell(hp.help)} |" for hp in info.hyperparameters]
     if info.notes:

@@ -10,6 +10,7 @@ import numpy as np
 from benchctl.errors import BenchctlError
 from benchctl.estimators._common import acr_metrics
 from benchctl.estimators._convert import to_bool, to_float64
+from benchctl.estimators._state import state_from_json, state_to_json
 from benchctl.estimators.registry import EstimatorSpec, get_spec
 
 
@@ -24,6 +25,7 @@ class Estimator:
         self._state: Any = None
         self._metrics: dict[str, Any] = {}
         self._rewards: np.ndarray | None = None  # last batch (float64 copy) for the lazy ACR diagnostics
+        self._changed_base: bool | None = None  # a modifier's last step changed its base's advantages
 
     name = property(lambda self: self.spec.name)
     kind = property(lambda self: self.spec.kind)
@@ -58,10 +60,29 @@ class Estimator:
     def _chain(self, r: np.ndarray) -> tuple[np.ndarray, dict, list]:
         if self.base is None:
             adv, state, metrics = self.spec.fn(r, self.params, self._state)
+            self._changed_base = None
             return adv, dict(metrics), [(self, state)]
         base_adv, metrics, commits = self.base._chain(r)
+        before = base_adv.copy()  # the modifier may write into its input
         adv, state, own = self.spec.fn(r, base_adv, self.params, self._state)
+        self._changed_base = bool((np.abs(adv - before) > 1e-12).any())
         return adv, {**metrics, **own}, commits + [(self, state)]
+
+    def mechanisms(self) -> dict[str, float]:
+        """This step's evidence that each mechanism in the chain acted: {name: 1.0 or 0.0} for every estimator
+        (this one, its base, ...) that declares one (`register_estimator(acted=, mechanism=)`), and for every
+        modifier (which acted when it changed its base's advantages, unless it declares its own evidence); {}
+        before the first step or for a method with no mechanism. The trainer logs `mechanism/<name>/acted`."""
+        if self._rewards is None:
+            return {}
+        out, est = {}, self
+        while est is not None:  # this step's metrics of the whole chain live on the outermost estimator
+            if est.spec.acted is not None:
+                out[est.name] = float(bool(est.spec.acted(self._metrics)))
+            elif est.base is not None and est._changed_base is not None:
+                out[est.name] = float(est._changed_base)
+            est = est.base
+        return out
 
     def diagnostics(self) -> dict[str, float]:
         """This step's internals (ACR, anchor, tau, omega, ...) as plain floats; {} before the first step."""
@@ -75,7 +96,7 @@ class Estimator:
         """JSON-serialisable cross-step state (nested for modifiers)."""
         return {
             "estimator": self.name,
-            "state": _state_to_json(self._state),
+            "state": state_to_json(self._state),
             "base": None if self.base is None else self.base.state_dict(),
         }
 
@@ -84,7 +105,7 @@ class Estimator:
         if not isinstance(data, dict) or data.get("estimator") != self.name:
             found = data.get("estimator") if isinstance(data, dict) else type(data).__name__
             raise BenchctlError(f"state_dict is for estimator {found!r}, not {self.name!r}")
-        state = _state_from_json(self.spec, data.get("state"))
+        state = state_from_json(self.spec, data.get("state"))
         if self.base is not None:
             self.base.load_state_dict(data.get("base"))
         self._state = state
@@ -131,37 +152,6 @@ def check_rewards(r: np.ndarray) -> None:
     if not finite.all():
         bad = int(np.flatnonzero(~finite.all(axis=1))[0])
         raise BenchctlError(f"rewards of group {bad} are not finite (NaN or inf): {r[bad].tolist()}")
-
-
-def _state_to_json(state: Any) -> dict | None:
-    if state is None:
-        return None
-    out = {}
-    for f in dataclasses.fields(state):
-        value = getattr(state, f.name)
-        out[f.name] = [float(v) for v in value] if isinstance(value, tuple) else value
-    return out
-
-
-def _state_from_json(spec: EstimatorSpec, data: Any) -> Any:
-    if data is None:
-        return None
-    names = {f.name for f in dataclasses.fields(spec.state)} if spec.state is not None else set()
-    if spec.state is None or not isinstance(data, dict) or set(data) != names:
-        want = f"the keys {sorted(names)}" if spec.state is not None else "no state (null)"
-        raise BenchctlError(f"state for {spec.name} must have {want}; got {data!r}")
-    return spec.state(**{k: _state_value(spec.name, k, v) for k, v in data.items()})
-
-
-def _state_value(name: str, key: str, value: Any) -> Any:
-    """A JSON state value back as the dataclass expects it: numbers (or None), lists of numbers as tuples."""
-
-    def number(v):
-        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
-            return v
-        raise BenchctlError(f"state for {name}: {key} must be a number or null; got {v!r}")
-
-    return tuple(number(v) for v in value) if isinstance(value, list) else number(value)
 
 
 def param_names(name: str) -> list[str]:

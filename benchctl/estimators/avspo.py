@@ -70,7 +70,15 @@ def augmented_advantages(real: np.ndarray, acr: float, params: AvspoParams) -> t
     return normalise(real - mean[:, None], std, params.eps, std_pop < params.delta), k
 
 
-@register_estimator("avspo", kind="base", params=AvspoParams, state=AvspoState, degenerate_only=True)
+@register_estimator(
+    "avspo",
+    kind="base",
+    params=AvspoParams,
+    state=AvspoState,
+    degenerate_only=True,
+    acted=lambda m: m["augmented"] > 0,
+    mechanism="collapsed groups were augmented with virtual samples (the batch ACR passed tau)",
+)
 def avspo(rewards: np.ndarray, params: AvspoParams, state: AvspoState | None):
     """AVSPO: when the collapse rate exceeds an adaptive threshold, add K virtual rewards to collapsed groups.
 

@@ -40,7 +40,14 @@ def question_weights(mean: np.ndarray, degenerate: np.ndarray, temperature: floa
     return weights
 
 
-@register_estimator("dgpo", kind="base", params=DgpoParams, loss_agg="token-mean-nondegenerate")
+@register_estimator(
+    "dgpo",
+    kind="base",
+    params=DgpoParams,
+    loss_agg="token-mean-nondegenerate",
+    acted=lambda m: m["dgpo_weight_max"] - m["dgpo_weight_min"] > 1e-9,
+    mechanism="question weights differ across the batch's questions",
+)
 def dgpo(rewards: np.ndarray, params: DgpoParams, state: None):
     """DGPO: difficulty-balanced group advantage (DGAE) times difficulty-aware question weight (DQW).
 

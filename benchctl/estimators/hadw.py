@@ -80,7 +80,14 @@ def next_anchor(prior: float, y: float, state: HadwState | None, params: HadwPar
     return post, HadwState(post, (anchors + (post,))[-params.m :], accs), sigma, eta_t
 
 
-@register_estimator("ha_dw", kind="modifier", params=HadwParams, state=HadwState)
+@register_estimator(
+    "ha_dw",
+    kind="modifier",
+    params=HadwParams,
+    state=HadwState,
+    acted=lambda m: abs(m["anchor"] - m["anchor_prior"]) > 1e-9,
+    mechanism="the evolving anchor moved (a frozen anchor is a fixed threshold)",
+)
 def ha_dw(rewards: np.ndarray, base_adv: np.ndarray, params: HadwParams, state: HadwState | None):
     """HA-DW: scale each advantage by Phi, boosting correct answers on prompts harder than the anchor.
 

@@ -39,6 +39,7 @@ class EstimatorInfo:
     notes: tuple[str, ...]  # deviations and [our choice] decisions
     choices: tuple[str, ...]  # only the [our choice] decisions, compact (for `benchctl estimators --help`)
     token_scores: str | None  # importance scores a token-level estimator needs
+    mechanism: str | None  # the per-step evidence that its mechanism acted (`mechanism/<name>/acted`), or None
 
 
 def doc_fields(doc: str) -> dict[str, str]:
@@ -98,6 +99,7 @@ def estimator_info(name: str) -> EstimatorInfo:
         notes=notes,
         choices=_choices(notes, params),
         token_scores=spec.token_scores,
+        mechanism=spec.mechanism or ("it changed its base's advantages" if spec.kind == "modifier" else None),
     )
 
 

@@ -82,7 +82,15 @@ def _identity(base_adv: np.ndarray):
     return base_adv, None, {}
 
 
-@register_estimator("oar_g", kind="modifier", params=OarParams, token_weights=token_weights, token_scores="gradient")
+@register_estimator(
+    "oar_g",
+    kind="modifier",
+    params=OarParams,
+    token_weights=token_weights,
+    token_scores="gradient",
+    acted=lambda m: m.get("reshaped_frac", 0.0) > 0,
+    mechanism="token advantages were reshaped on some rows",
+)
 def oar_g(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: None):
     """OAR-G: token weights from gradient x input importance of the answer log-likelihood.
 
@@ -96,7 +104,13 @@ def oar_g(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: N
 
 
 @register_estimator(
-    "oar_p", kind="modifier", params=OarParams, token_weights=token_weights, token_scores="perturbation"
+    "oar_p",
+    kind="modifier",
+    params=OarParams,
+    token_weights=token_weights,
+    token_scores="perturbation",
+    acted=lambda m: m.get("reshaped_frac", 0.0) > 0,
+    mechanism="token advantages were reshaped on some rows",
 )
 def oar_p(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: None):
     """OAR-P: token weights from the drop of the answer log-likelihood when the token is replaced by pad.

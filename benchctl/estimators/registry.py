@@ -25,11 +25,13 @@ class EstimatorSpec:
     fn: Callable
     params: type  # frozen dataclass of hyperparameters (every field has metadata["help"])
     state: type | None  # dataclass of cross-step state, None when stateless
-    loss_agg: str | None  # spec §6; None for modifiers = inherit the base's
-    token_weights: Callable | None  # (scores, mask, params) -> (N, T) weights; OAR only (spec §7)
-    token_scores: str | None  # which importance scores the trainer must supply ("gradient", "perturbation")
+    loss_agg: str | None  # contract.md §6; None for modifiers = inherit the base's
+    token_weights: Callable | None = None  # (scores, mask, params) -> (N, T) weights; OAR only (contract.md §7)
+    token_scores: str | None = None  # which importance scores the trainer must supply ("gradient", "perturbation")
     min_group_size: int = 2  # smallest G the advantage is defined (non-vacuous) for; 1 = no group statistics needed
     degenerate_only: bool = False  # acts only on degenerate groups (all rewards equal), e.g. AVSPO's augmentation
+    acted: Callable | None = None  # metrics -> bool: its mechanism acted this step (`Estimator.mechanisms`)
+    mechanism: str | None = None  # what `acted` checks, one line; None: no mechanism beyond the formula
 
 
 def register_estimator(
@@ -39,12 +41,10 @@ def register_estimator(
     params: type,
     state: type | None = None,
     loss_agg: str | None = None,
-    token_weights: Callable | None = None,
-    token_scores: str | None = None,
-    min_group_size: int = 2,
-    degenerate_only: bool = False,
+    **traits,
 ) -> Callable:
-    """Decorator registering `fn` under `name`; re-registering the same function is a no-op."""
+    """Decorator registering `fn` under `name`; re-registering the same function is a no-op. `traits`: the optional
+    fields of `EstimatorSpec` (token_weights, token_scores, min_group_size, degenerate_only, acted, mechanism)."""
 
     def decorate(fn: Callable) -> Callable:
         if kind not in KINDS:
@@ -58,8 +58,7 @@ def register_estimator(
             raise BenchctlError(f"loss_agg={agg!r} is not valid; choose one of: {', '.join(LOSS_AGGS)}")
         if (old := _REGISTRY.get(name)) is not None and old.fn is not fn:
             raise BenchctlError(f"estimator {name!r} is already registered to {old.fn.__module__}.{old.fn.__name__}")
-        traits = (token_weights, token_scores, min_group_size, degenerate_only)
-        _REGISTRY[name] = EstimatorSpec(name, kind, fn, params, state, agg, *traits)
+        _REGISTRY[name] = EstimatorSpec(name, kind, fn, params, state, agg, **traits)
         return fn
 
     return decorate
