@@ -8,6 +8,7 @@ through the storage layer (`benchctl.results`), computes the numbers (`stats`, `
     OUT/runs.parquet, passk.parquet, comparisons.parquet, aggregates.parquet, improvement.parquet,
     OUT/cost.parquet, training.parquet, eval_curve.parquet      (schemas: docs/schemas.md)
     OUT/compute_fits.parquet, compute_comparisons.parquet      (ScaleRL fits, `compute`), claims.parquet (--claims)
+    OUT/estimator_loss.parquet      (the estimator x loss table, `crossed`; only when the runs' losses differ)
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ class ReportResult:
     legend: str = ""  # how to read the verdict table (its title in the terminal, its caption on the page)
 
     def rich_tables(self) -> list:
-        """The terminal view, in the page's order: the verdict (arm x k differences to the baseline), the claims,
+        """The terminal view, in the page's order: the verdict (arm x k differences to the baseline), the estimator x
+        loss table (when the losses differ), the claims,
         the compute fits, the cost, then the full per-k table, the rliable aggregates and the runs that are not ok."""
-        from benchctl.report import render
+        from benchctl.report import crossed, render
         from benchctl.report.render import cost_view, rich_table
 
         t = self.tables
@@ -52,6 +54,9 @@ class ReportResult:
         verdict = t.get("verdict")
         if verdict is not None and not verdict.empty:
             out.append(rich_table(verdict, self.legend, wrap=("health",)))
+        if "estimator_loss" in t and len(t["estimator_loss"]):
+            view = crossed.estimator_loss_view(t["estimator_loss"])
+            out.append(rich_table(view, crossed.TITLE, wrap=tuple(view.columns[2:])))
         if "claims" in t:
             out.append(rich_table(render.claims_view(t["claims"]), "claims of the papers, tested", wrap=("claim",)))
         fits = t.get("compute_fits")
@@ -102,7 +107,7 @@ def _figures(data: ReportData, passk, points, fits, summary, pairs) -> dict[str,
 
 
 def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[dict, dict[str, bytes]]:
-    from benchctl.report import claims, compute, render, rl, stats, verdict
+    from benchctl.report import claims, compute, crossed, render, rl, stats, verdict
 
     passk = stats.passk_table(data, config)
     comparisons = stats.comparisons_table(data, config)
@@ -127,6 +132,10 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
         "compute_fits": fits,
         "compute_comparisons": fit_comparisons,
     }
+    if crossed.varies(data.runs):
+        tables["estimator_loss"] = crossed.estimator_loss_table(
+            passk, comparisons, data.runs, data.group_by, config.primary_k
+        )
     if claim_list:
         tables["claims"] = claims.evaluate_claims(
             data, claim_list, config.confidence, config.seed, population=config.population

@@ -53,7 +53,7 @@ _CLASSES = {  # a cell's kind (`render.Kind`) -> its CSS classes; numbers right-
     Kind.SIGNIFICANT: "sig n",
     Kind.UP: "sig up n",
     Kind.DOWN: "sig down n",
-    Kind.BASELINE: "n",
+    Kind.BASELINE: "base n",
     Kind.FEW: "few",
     Kind.WARN: "warn",
     Kind.TEXT: "",
@@ -69,11 +69,13 @@ def _td(value) -> str:
 
 
 def _html_table(frame: pd.DataFrame, css: str = "") -> str:
+    """A table; in the verdict (`css` 'verdict') a row holding the baseline's cells is greyed whole, elsewhere
+    (the estimator x loss grid) only the baseline's cell."""
     if frame.empty:
         return "<p><em>(empty)</em></p>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
-        ("<tr class='base'>" if any(kind_of(v) == Kind.BASELINE for v in row) else "<tr>")
+        ("<tr class='base'>" if css == "verdict" and any(kind_of(v) == Kind.BASELINE for v in row) else "<tr>")
         + "".join(_td(v) for v in row)
         + "</tr>"
         for row in frame.itertuples(index=False)
@@ -89,7 +91,7 @@ _CSS = (
     "td.n{text-align:right;white-space:nowrap}table.verdict{font-size:14px}"
     "img{max-width:100%;display:block;margin:.6em 0}p.note,ul.note{color:#555;font-size:13px;"
     "margin:.3em 0}td.warn{background:#fff3cd}td.few{color:#777;font-style:italic}td.sig{font-weight:bold}"
-    "td.up{background:#e3f4e6}td.down{background:#fbe4e2}tr.base td{background:#f7f7f7;color:#444}"
+    "td.up{background:#e3f4e6}td.down{background:#fbe4e2}tr.base td,td.base{background:#f7f7f7;color:#444}"
     "td.text{min-width:20em;max-width:40em}"
 )
 

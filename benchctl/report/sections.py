@@ -1,12 +1,13 @@
 """The order of the report's page, read at a glance first: the verdict (arm x k differences to the baseline), the
-papers' claims, compute curves, pass@k curves, training curves, the estimators' diagnostics, cost; then the
-details (the full per-k table with p-values and mde and the method, run health, rliable, notes)."""
+estimator x loss table (when the runs' losses differ), the papers' claims, compute curves, pass@k curves, training
+curves, the estimators' diagnostics, cost; then the details (the full per-k table with p-values and mde and the
+method, run health, rliable, notes)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from benchctl.report import render
+from benchctl.report import crossed, render
 from benchctl.report.config import ReportConfig
 from benchctl.report.health import is_ok
 from benchctl.report.page import Section
@@ -146,6 +147,10 @@ def report_sections(tables: dict, figures: dict, config: ReportConfig, notes: li
             anchor="verdict",
         )
     ]
+    if "estimator_loss" in tables and len(tables["estimator_loss"]):
+        table = tables["estimator_loss"]
+        view = crossed.estimator_loss_view(table)
+        out.append(Section("estimator x loss", crossed.legend(table, config.baseline), view, anchor="losses"))
     if "claims" in tables:
         text = (
             "Each claim's effect (arm minus baseline; relative claims as a geometric-mean ratio), its seed-level "
