@@ -1,4 +1,4 @@
-"""`benchctl simulate ...`: the estimator lab (bias, symmetry, collapse, bandit). Parsing only.
+"""`benchctl simulate ...`: the estimator lab (bias, symmetry, collapse, bandit, anchor). Parsing only.
 
 Estimators: `--estimators "grpo,ha_dw(base=dr_grpo,lambda_scale=1.5),grpo(std=population)"`: comma list of
 registry names, each optionally with `(key=value,...)` hyperparameters (base= for modifiers).
@@ -172,6 +172,26 @@ def bandit(
         seed=seed,
     )
     _emit(run_bandit(config), out, json, plot)
+
+
+@simulate_app.command("anchor")
+def anchor(
+    steps: Annotated[int, typer.Option(help="optimizer steps of each simulated run")] = 60,
+    noise: Annotated[float, typer.Option(help="sd of the batch accuracy around its trajectory")] = 0.02,
+    eta: Annotated[float, typer.Option(help="HA-DW's eta")] = 0.1,
+    m: Annotated[int, typer.Option(help="anchors in Eq. 10's sigma")] = 10,
+    seeds: Annotated[int, typer.Option(help="simulated runs per trajectory and gain rule")] = 200,
+    seed: SeedOpt = 0,
+    out: OutOpt = None,
+    json: JsonOpt = None,
+    plot: PlotOpt = None,
+) -> None:
+    """HA-DW's evolving anchor on a rising (0.18 -> 0.30) and a flat noisy accuracy: Eq. 10's gain (eta x the std of
+    the last anchors) against the default constant gain. Does the anchor follow the model's accuracy?"""
+    from benchctl.lab.anchor import AnchorConfig, run_anchor
+
+    config = AnchorConfig(steps=steps, noise=noise, eta=eta, m=m, seeds=seeds, seed=seed)
+    _emit(run_anchor(config), out, json, plot)
 
 
 def register(app: typer.Typer) -> None:

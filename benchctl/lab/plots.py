@@ -125,10 +125,32 @@ def plot_bandit(result: LabResult, out: Path) -> list[Path]:
     return [_save(fig, out / "bandit.png")]
 
 
+def plot_anchor(result: LabResult, out: Path) -> list[Path]:
+    """HA-DW's anchor under both gain rules against one simulated run's batch accuracy, per trajectory."""
+    plt = _plt()
+    trajectories = _by(result.series, "trajectory")
+    fig, axes = plt.subplots(1, len(trajectories), figsize=(6.2 * len(trajectories), 4.0), sharey=True)
+    styles = {"anchor_std": ("#d62728", "--", "Eq. 10 as written (gain=anchor_std)"),
+              "constant": ("#1f77b4", "-", "default (gain=constant)")}  # fmt: skip
+    for ax, (name, rows) in zip(np.atleast_1d(axes), trajectories.items()):
+        first = [r for r in rows if r["gain"] == "constant"]
+        ax.plot([r["step"] for r in first], [r["accuracy"] for r in first], "o", ms=3, color="0.6",
+                label="batch accuracy (one run)")  # fmt: skip
+        for gain, group in _by(rows, "gain").items():
+            color, dash, label = styles[gain]
+            ax.plot([r["step"] for r in group], [r["anchor_mean"] for r in group], dash, color=color, lw=2.2,
+                    label=f"anchor (mean of runs), {label}")  # fmt: skip
+        ax.set_title(f"{name} accuracy")
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("accuracy / anchor")
+    np.atleast_1d(axes)[0].legend(loc="upper left", fontsize=8, framealpha=0.9)
+    return [_save(fig, out / "anchor.png")]
+
+
 def plot(result: LabResult, directory: str | Path) -> list[Path]:
     """Write the result's PNG plots into `directory` (created)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    return {"bias": plot_bias, "symmetry": plot_symmetry, "collapse": plot_collapse, "bandit": plot_bandit}[
-        result.command
-    ](result, out)
+    plots = {"bias": plot_bias, "symmetry": plot_symmetry, "collapse": plot_collapse, "bandit": plot_bandit}
+    return {**plots, "anchor": plot_anchor}[result.command](result, out)

@@ -95,6 +95,20 @@ def _bandit_columns(result: LabResult) -> list[Column]:
     return cols
 
 
+def _anchor_columns() -> list[Column]:
+    return [
+        ("trajectory", lambda r: r["trajectory"]),
+        ("gain", lambda r: r["gain"]),
+        ("anchor at\nthe end", lambda r: _f(r["anchor_end"])),
+        ("accuracy,\nlast 10", lambda r: _f(r["acc_last10"])),
+        ("gap", lambda r: _f(r["gap"])),
+        ("runs within\n0.03", lambda r: f"{r['within_0.03']:.0%}"),
+        ("moved", lambda r: _f(r["moved"])),
+        ("eta_t at\nthe end", lambda r: _f(r["eta_end"])),
+        ("frozen", lambda r: "frozen" if r["frozen"] else "tracks"),
+    ]
+
+
 def _table(title: str, columns: list[Column], rows: list[dict]) -> Table:
     table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for header, fmt in columns:
@@ -136,7 +150,7 @@ def render(result: LabResult, console: Console | None = None) -> None:
     """Print the result's table (and bandit findings) and its notes."""
     console = console or Console()
     title = f"benchctl simulate {result.command}"
-    columns = {"bias": _bias_columns, "symmetry": _symmetry_columns}.get(result.command)
+    columns = {"bias": _bias_columns, "symmetry": _symmetry_columns, "anchor": _anchor_columns}.get(result.command)
     if result.command == "collapse":
         console.print(_table(title, _collapse_columns(result), result.rows))
     elif result.command == "bandit":

@@ -79,7 +79,8 @@ def test_json_file_and_plot_folder_are_written(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "command", [["bias", "--p", "0.1,0.5"], ["collapse", "--beta", "1,3"], ["bandit", *BANDIT_FAST]]
+    "command",
+    [["bias", "--p", "0.1,0.5"], ["collapse", "--beta", "1,3"], ["bandit", *BANDIT_FAST], ["anchor", "--seeds", "5"]],
 )
 def test_each_command_plots_pngs(tmp_path, command):
     result = _run([*command, "--plot", str(tmp_path)])
@@ -107,6 +108,8 @@ def test_bandit_prints_pass_at_k_table_and_findings(tmp_path):
         ["symmetry", "--estimators", "bogus_estimator"],
         ["bandit", "--mode", "expected", "--estimators", "ha_dw"],
         ["collapse", "--beta", "1"],
+        ["anchor", "--steps", "3"],
+        ["anchor", "--noise", "-1"],
     ],
 )
 def test_bad_input_is_one_stderr_line_exit_2_without_traceback(args):

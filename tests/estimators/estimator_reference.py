@@ -167,7 +167,7 @@ def ref_ha_dw(r, base_adv, params, state):
             out[q, i] = base_adv[q, i] * params.lambda_scale * math.exp(d * abs(diff))
     accs = (accs + [y])[-params.h :]
     sigma = float(np.std(anchors)) if len(anchors) >= 2 else 1.0
-    eta_t = min(max(params.eta * sigma, 0.0), 1.0)
+    eta_t = min(max(params.eta * (sigma if params.gain == "anchor_std" else 1.0), 0.0), 1.0)
     if params.anchor == "fixed":
         post = prior
     elif params.update == "hard":

@@ -123,9 +123,9 @@ def test_hadw_first_call_prior_is_c0_or_the_batch_accuracy():
     assert anchor_trace(BATCHES[:1], c0=0.7)[0][0] == 0.7
 
 
-def test_hadw_soft_update_uses_sigma_1_until_two_anchors_then_their_population_std():
+def test_hadw_eq10_soft_update_uses_sigma_1_until_two_anchors_then_their_population_std():
     eta = 0.2
-    trace = anchor_trace(BATCHES[:3], eta=eta, c0=0.5)
+    trace = anchor_trace(BATCHES[:3], eta=eta, c0=0.5, gain="anchor_std")
     assert trace[0][2] == 1.0 and trace[0][1] == pytest.approx(0.8 * 0.5 + 0.2 * 0.375)
     assert trace[1][2] == 1.0 and trace[1][0] == trace[0][1]
     assert trace[1][1] == pytest.approx(0.8 * trace[1][0] + 0.2 * 0.875)
