@@ -1,6 +1,6 @@
 """Shared group statistics, reward checks and hyperparameter validation for the estimator families.
 
-Notation (spec §1): one group = one row of `rewards` (P, G); `mean`, `std_pop`, `std_smp` per row.
+Notation (contract.md §1): one group = one row of `rewards` (P, G); `mean`, `std_pop`, `std_smp` per row.
 Everything here is vectorised over groups: no Python loop per group.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from benchctl.errors import BenchctlError, check_range
 
-DELTA = 1e-6  # a group is degenerate when its population std is below this (spec §1)
+DELTA = 1e-6  # a group is degenerate when its population std is below this (contract.md §1)
 STD_CHOICES = ("sample", "population")
 
 

@@ -1,4 +1,4 @@
-"""A-GRAE and its four control experiments: asymmetric rescalings of any base advantage (spec §3).
+"""A-GRAE and its four control experiments: asymmetric rescalings of any base advantage (contract.md §3).
 
 Deviations from the released code (HKU-HealthAI/A-GRAE @c5aa316): we follow the paper, i.e. sqrt(1-p) where
 the code has 1 - sqrt(p), omega = mean of all rewards, and the base advantage's own std (the paper's proofs

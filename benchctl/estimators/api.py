@@ -1,4 +1,4 @@
-"""The estimator contract of spec §1: `get_estimator(...)` -> `Estimator` (conversion, validation, state)."""
+"""The estimator contract (docs/contract.md §1): `get_estimator(...)` -> `Estimator` (conversion, validation, state)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Estimator:
 
     @property
     def loss_agg(self) -> str:
-        """Default loss aggregation (spec §6); [our choice] modifiers inherit their base's (HA-DW, A-GRAE)."""
+        """Default loss aggregation (contract.md §6); [our choice] modifiers inherit their base's (HA-DW, A-GRAE)."""
         return self.spec.loss_agg if self.spec.loss_agg is not None else self.base.loss_agg
 
     @property
@@ -111,7 +111,7 @@ class Estimator:
         self._state = state
 
     def token_advantages(self, seq_adv: Any, scores: Any, reasoning_mask: Any) -> Any:
-        """Per-token advantages (N, T) = seq_adv (N,) x token weights (spec §7; weight 1 without OAR).
+        """Per-token advantages (N, T) = seq_adv (N,) x token weights (contract.md §7; weight 1 without OAR).
 
         scores (N, T) >= 0 on reasoning tokens (None allowed when `token_scores` is None); reasoning_mask (N, T).
         """

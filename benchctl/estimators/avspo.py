@@ -1,4 +1,4 @@
-"""AVSPO: adaptive virtual-sample policy optimisation against advantage collapse (spec §4).
+"""AVSPO: adaptive virtual-sample policy optimisation against advantage collapse (contract.md §4).
 
 Deviations from paper/released code: the arXiv version's virtual-reward formula (its Eq. 9) is not
 recoverable; `virtual="stratified"` is our reconstruction satisfying every property the paper states, and

@@ -2,7 +2,7 @@
 
 Deviations from paper/released code: the released code weights questions by the mean of the *first* reward
 function (accuracy); here the single reward passed in plays that role.  The two loss-side rescalings of the
-code (zero_mask_ratio, global_balancing_ratio) are the `token-mean-nondegenerate` loss aggregation (spec §6),
+code (zero_mask_ratio, global_balancing_ratio) are the `token-mean-nondegenerate` loss aggregation (contract.md §6),
 not part of the advantage.
 """
 

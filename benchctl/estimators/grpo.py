@@ -1,4 +1,4 @@
-"""Mean-baseline estimators: GRPO, Dr.GRPO and RLOO (spec §2).
+"""Mean-baseline estimators: GRPO, Dr.GRPO and RLOO (contract.md §2).
 
 Deviations from paper/released code: none beyond the degenerate-group rule (std_pop < 1e-6 -> exactly 0.0).
 """
@@ -36,7 +36,7 @@ def grpo(rewards: np.ndarray, params: GrpoParams, state: None):
     arXiv:2601.08521 Eq. 24; code: veRL compute_grpo_outcome_advantage (estimators-sources §1.1).
     Formula: A_i = (r_i - mean) / (std + eps)
     Shapes: rewards (P, G) float64 -> advantages (P, G); degenerate groups -> exactly 0.0.
-    Deviations: std defaults to the sample std as veRL and TRL do (spec §2); the paper leaves ddof open.
+    Deviations: std defaults to the sample std as veRL and TRL do (contract.md §2); the paper leaves ddof open.
     """
     stats = group_stats(rewards)
     std = spread(stats.std_pop, rewards.shape[1], params.std)  # (P,)
@@ -64,7 +64,7 @@ def rloo(rewards: np.ndarray, params: NoParams, state: None):
     (estimators-sources §1.5).
     Formula: A_i = r_i - mean_{j != i} r_j = G/(G-1) * (r_i - mean); a group of one rollout gets A_i = r_i
     Shapes: rewards (P, G) float64 -> advantages (P, G); degenerate groups (G > 1) -> exactly 0.0.
-    Deviations: none (G = 1 follows veRL, spec §2).
+    Deviations: none (G = 1 follows veRL, contract.md §2).
     """
     g = rewards.shape[1]
     if g == 1:

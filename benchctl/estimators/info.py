@@ -33,7 +33,7 @@ class EstimatorInfo:
     description: str  # first docstring line
     reference: str  # first arXiv id of the docstring
     hyperparameters: tuple[HyperParam, ...]  # modifiers list `base` first
-    loss_agg: str | None  # spec §6 default; None = same as the base (modifiers)
+    loss_agg: str | None  # contract.md §6 default; None = same as the base (modifiers)
     formula: str
     source: str  # the full Reference field
     notes: tuple[str, ...]  # deviations and [our choice] decisions

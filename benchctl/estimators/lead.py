@@ -1,4 +1,4 @@
-"""GRPO-LEAD difficulty weighting of any base advantage (spec §3).
+"""GRPO-LEAD difficulty weighting of any base advantage (contract.md §3).
 
 Deviations from paper/released code: only the advantage reweighting is implemented; GRPO-LEAD's
 length-dependent accuracy reward belongs to the reward function, not to the estimator.

@@ -1,4 +1,4 @@
-"""NGRPO: advantage calibration with virtual maximum-reward samples (spec §2).
+"""NGRPO: advantage calibration with virtual maximum-reward samples (contract.md §2).
 
 Deviations from paper/released code: none in the formula.  Degenerate groups are NOT zeroed (that is the
 point of the method: an all-wrong group gets a common negative advantage); a group that stays degenerate

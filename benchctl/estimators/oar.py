@@ -1,4 +1,4 @@
-"""OAR: outcome-grounded token-level reshaping of a sequence advantage (spec §7).
+"""OAR: outcome-grounded token-level reshaping of a sequence advantage (contract.md §7).
 
 The sequence-level advantage is the base advantage unchanged; the trainer supplies per-token importance
 scores (gradient x input for `oar_g`, counterfactual perturbation for `oar_p`) and calls
@@ -47,7 +47,7 @@ def _row_quantile(values: np.ndarray, lengths: np.ndarray, q: float) -> np.ndarr
 
 
 def reshape_weights(scores: np.ndarray, mask: np.ndarray, q: float, beta: float, floor: float) -> np.ndarray:
-    """Spec §7 weights of (N, T) float64 scores over the boolean (N, T) reasoning mask; outside the mask 1."""
+    """contract.md §7 weights of (N, T) float64 scores over the boolean (N, T) reasoning mask; outside the mask 1."""
     u = np.log1p(np.where(mask, scores, 0.0))  # (N, T)
     u_min = np.where(mask, u, np.inf).min(axis=1, initial=np.inf)[:, None]  # (N, 1)
     u_max = np.where(mask, u, -np.inf).max(axis=1, initial=-np.inf)[:, None]  # (N, 1)
@@ -73,7 +73,7 @@ def check_scores(scores: np.ndarray, mask: np.ndarray) -> None:
 
 
 def token_weights(scores: np.ndarray, mask: np.ndarray, params: OarParams) -> np.ndarray:
-    """Registry hook: validated spec §7 weights for the trainer; (N, T), (N, T) bool -> (N, T)."""
+    """Registry hook: validated contract.md §7 weights for the trainer; (N, T), (N, T) bool -> (N, T)."""
     check_scores(scores, mask)
     return reshape_weights(scores, mask, params.q, params.beta, params.floor)
 
@@ -95,7 +95,7 @@ def oar_g(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: N
     """OAR-G: token weights from gradient x input importance of the answer log-likelihood.
 
     Reference: arXiv:2601.07408 (paper body not available, equation numbers unknown); code:
-    Valsure/Outcome-Grounded-Advantage-Reshaping OAR-main.py (estimators-sources §6.2-6.3), spec §7.
+    Valsure/Outcome-Grounded-Advantage-Reshaping OAR-main.py (estimators-sources §6.2-6.3), contract.md §7.
     Formula: s_t = |<dphi/de_t, e_t>|; w = reshape(s) (mean 1 over reasoning tokens); A_t = A w_t
     Shapes: rewards (P, G), base_adv (P, G) -> advantages (P, G) = base_adv (token reshaping: token_advantages).
     Deviations: see the module docstring.
@@ -116,7 +116,7 @@ def oar_p(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: N
     """OAR-P: token weights from the drop of the answer log-likelihood when the token is replaced by pad.
 
     Reference: arXiv:2601.07408 (paper body not available, equation numbers unknown); code:
-    Valsure/Outcome-Grounded-Advantage-Reshaping OAR-main.py (estimators-sources §6.1, §6.3), spec §7.
+    Valsure/Outcome-Grounded-Advantage-Reshaping OAR-main.py (estimators-sources §6.1, §6.3), contract.md §7.
     Formula: s_t = max(0, phi - phi(x_t -> pad)); w = reshape(s) (mean 1 over reasoning tokens); A_t = A w_t
     Shapes: rewards (P, G), base_adv (P, G) -> advantages (P, G) = base_adv (token reshaping: token_advantages).
     Deviations: see the module docstring.
@@ -125,7 +125,7 @@ def oar_p(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: N
 
 
 def reshape_token_weights(scores, mask=None, *, lengths=None, q: float = 0.5, beta: float = 0.5, floor: float = 0.1):
-    """Spec §7 token weights, numpy or torch in -> same kind out; (N, T) scores -> (N, T) weights.
+    """contract.md §7 token weights, numpy or torch in -> same kind out; (N, T) scores -> (N, T) weights.
 
     The reasoning span is `mask` (N, T) bool, or the first `lengths[n]` tokens of each row, or every token.
     Within the span the weights sum to its length L; outside it they are 1.

@@ -1,4 +1,4 @@
-"""Pass@k training: the analytic advantage of the pass@k reward of k-subsets of the group (spec §2).
+"""Pass@k training: the analytic advantage of the pass@k reward of k-subsets of the group (contract.md §2).
 
 Deviations from paper/released code: rewards must be binary (the combinatorics count correct rollouts);
 anything else is rejected instead of being thresholded.

@@ -35,13 +35,7 @@ class EstimatorSpec:
 
 
 def register_estimator(
-    name: str,
-    *,
-    kind: str,
-    params: type,
-    state: type | None = None,
-    loss_agg: str | None = None,
-    **traits,
+    name: str, *, kind: str, params: type, state: type | None = None, loss_agg: str | None = None, **traits
 ) -> Callable:
     """Decorator registering `fn` under `name`; re-registering the same function is a no-op. `traits`: the optional
     fields of `EstimatorSpec` (token_weights, token_scores, min_group_size, degenerate_only, acted, mechanism)."""

@@ -1,4 +1,4 @@
-"""W-REINFORCE: weighted REINFORCE without a baseline (spec §2).
+"""W-REINFORCE: weighted REINFORCE without a baseline (contract.md §2).
 
 Deviations from paper/released code: none.  Rewards outside [0, 1] are rejected (the weighting assumes a
 pass/fail reward); non-binary rewards in [0, 1] interpolate linearly.
@@ -33,7 +33,7 @@ def w_reinforce(rewards: np.ndarray, params: WReinforceParams, state: None):
     Formula: A_i = lam * r_i - (1 - r_i)   (+lam for correct, -1 for wrong)
     Shapes: rewards (P, G) float64 in [0, 1] -> advantages (P, G).
     Deviations: degenerate groups are NOT zeroed (no baseline; the spec says so); loss aggregation default is
-    seq-mean-token-mean (spec §6) although the released fork uses token-mean.
+    seq-mean-token-mean (contract.md §6) although the released fork uses token-mean.
     """
     unit_interval_groups(rewards, "w_reinforce")
     return params.lam * rewards - (1.0 - rewards), None, {}

@@ -87,7 +87,7 @@ class NoParams:
 def flip(rewards, base_adv, params, state):
     """Flip: negate the base advantage (CLI test plug-in).
 
-    Reference: arXiv:2402.03300 (test fixture, spec §3).
+    Reference: arXiv:2402.03300 (test fixture, contract.md §3).
     Formula: A' = -A
     Shapes: (P, G) -> (P, G).
     Deviations: none.

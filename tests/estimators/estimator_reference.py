@@ -228,7 +228,7 @@ def ref_oar(r, base_adv, params, state):
 
 
 def ref_token_weights(scores, length, q, beta, floor):
-    """Spec §7 for one response: weights of its first `length` (reasoning) tokens."""
+    """contract.md §7 for one response: weights of its first `length` (reasoning) tokens."""
     u = [math.log(1 + s) for s in scores[:length]]
     lo, hi = min(u), max(u)
     u_hat = [1.0] * length if hi == lo else [(x - lo) / (hi - lo) for x in u]

@@ -1,4 +1,5 @@
-"""AVSPO (spec §4) and HA-DW (spec §5): worked examples, trigger/threshold dynamics, Phi table, anchor updates."""
+"""AVSPO (contract.md §4) and HA-DW (contract.md §5): worked examples, trigger/threshold dynamics, Phi table, anchor
+updates."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""The spec §1 contract: numpy/torch in -> same kind out, state round trips, validation errors, composition."""
+"""The contract of contract.md §1: numpy/torch in -> same kind out, state round trips, validation errors,
+composition."""
 
 import json
 import subprocess

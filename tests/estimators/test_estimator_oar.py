@@ -1,4 +1,4 @@
-"""OAR token reshaping (spec §7): mass preservation, floor, flat scores, reference equality, token advantages."""
+"""OAR token reshaping (contract.md §7): mass preservation, floor, flat scores, reference equality, token advantages."""
 
 import numpy as np
 import pytest

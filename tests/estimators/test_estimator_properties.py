@@ -1,4 +1,5 @@
-"""Closed-form properties of the estimators (spec §2-3 and estimators-sources), checked on constructed batches."""
+"""Closed-form properties of the estimators (contract.md §2-3 and estimators-sources), checked on constructed
+batches."""
 
 import itertools
 import math

@@ -25,7 +25,7 @@ class HalfParams:
 def halve(rewards, base_adv, params, state):
     """Half: multiply the base advantage by a constant (a test plug-in).
 
-    Reference: arXiv:2402.03300 (test fixture, spec §3).
+    Reference: arXiv:2402.03300 (test fixture, contract.md §3).
     Formula: A' = scale * A
     Shapes: rewards (P, G), base_adv (P, G) -> (P, G).
     Deviations: none.
