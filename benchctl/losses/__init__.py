@@ -1,4 +1,4 @@
-"""Policy losses (issue 24): a registry beside the estimators', one pure torch function per loss.
+"""Policy losses: a registry beside the estimators', one pure torch function per loss.
 
     from benchctl.losses import get_loss, parse_loss, list_losses, register_loss
     loss = parse_loss("ppo_clip(clip_high=0.28, c=3)")

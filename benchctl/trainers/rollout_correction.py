@@ -1,6 +1,6 @@
 """Rollout correction: per-token weights that correct the policy gradient for the mismatch between the engine
 that sampled the rollouts (vLLM, the behaviour policy pi_infer) and the trainer's own forward of the same
-weights (pi_train = the old policy's log-probs before the update), as veRL, TRL and IcePop do (issue 16).
+weights (pi_train = the old policy's log-probs before the update), as veRL, TRL and IcePop do (docs/gpu.md).
 
 With rho_t = pi_train(y_t) / pi_infer(y_t) (token) and rho_seq = prod_t rho_t (sequence), the modes are
 
