@@ -215,10 +215,13 @@ def baseline_pairs(data: ReportData, baseline: str | None) -> list[tuple[str, st
     for k_val, arm in zip(key[is_base], runs["arm"][is_base]):
         base_arms.setdefault(k_val, set()).add(arm)
     if not is_base.any():
-        _note(data, f"--baseline {baseline} matches no run ({data.arm_column}/estimator/model); no comparisons")
+        column = "arm" if data.arm_column == "cell_arm" else data.arm_column
+        _note(data, f"--baseline {baseline} matches no run ({column}/estimator/model); no comparisons")
     pairs = []
     for k_val, arm in sorted(set(zip(key[~is_base], runs["arm"][~is_base])), key=lambda x: x[1]):
         bases = base_arms.get(k_val, set())
+        if arm in bases:  # runs of the baseline arm that the baseline's name does not match (--group-by other columns)
+            continue
         if len(bases) == 1:
             pairs.append((arm, next(iter(bases))))
         elif is_base.any():

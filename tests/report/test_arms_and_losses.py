@@ -101,3 +101,10 @@ def test_no_estimator_x_loss_table_when_the_runs_share_one_loss(tmp_path):
     result = build_report(_config(tmp_path, out=str(tmp_path / "rep")))
     assert "estimator_loss" not in result.tables and not (tmp_path / "rep" / "estimator_loss.parquet").exists()
     assert "estimator x loss" not in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_grouping_by_estimator_label_never_compares_the_baseline_with_itself(tmp_path):
+    write_matrix(tmp_path, _cells([a for a in ARMS if a[5] != "cispo"]))
+    cmp = build_report(_config(tmp_path, group_by=("estimator_label",))).tables["comparisons"]
+    # dapo's runs are labelled grpo (its estimator): part of the grpo arm, not an arm compared with it
+    assert set(zip(cmp["arm"], cmp["baseline"])) == {("ha_dw(base=grpo)", "grpo")}
