@@ -1,7 +1,9 @@
 """What every report figure shares: matplotlib (Agg, imported lazily), one colour per method and one line style per
 context, a panel grid, one legend outside the panels, and PNG bytes.
 
-An arm is a method (the estimator label, or the model) in a context (the other group-by columns, e.g. `G=8`).
+An arm is a method (the estimator label, or the model) in a context (the other group-by columns, e.g. `G=8`); when
+the runs' losses differ (`crossed.varies`) the method is the estimator (the arm without its `+<loss>`) and the loss
+(`loss_resolved`) leads the context, so a panel compares estimators under one loss.
 Figures draw one panel per context (and task, or metric), so a panel holds one line per method, each method keeps
 its colour in every panel and figure, and the context's line style (solid, dashed, ...) repeats in the legend.
 With more than `MAX_CONTEXTS` contexts the arm itself is the method (one colour per arm, one context).
@@ -92,17 +94,32 @@ def _colors(names: list[str], baselines: set[str]) -> dict[str, tuple]:
     return colors | {name: BASELINE_COLOR for name in names if name in baselines}
 
 
+def _split(row: dict, method_cols: tuple, context_cols: tuple, losses: bool) -> tuple[str, str]:
+    """(method, context) of one arm's row; with `losses` the arm's `+<loss>` leaves the method and its
+    `loss_resolved` leads the context."""
+    from benchctl.report.load import arm_label
+
+    method = arm_label(row, method_cols) if method_cols else row["arm"]
+    context = arm_label(row, context_cols) if context_cols else ""
+    if not losses:
+        return method, context
+    loss, resolved = row.get("loss"), row.get("loss_resolved")
+    method = method.replace(f"+{loss}", "", 1) if isinstance(loss, str) else method
+    return method, " ".join(t for t in (resolved if isinstance(resolved, str) else "-", context) if t)
+
+
 def arm_styles(runs: pd.DataFrame, group_by: tuple[str, ...], arm_column: str, baselines=()) -> ArmStyles:
     """Split each arm of `runs` (columns arm + the group-by columns) into method and context; the methods of the
     `baselines` arms are drawn near-black."""
-    from benchctl.report.load import arm_label
+    from benchctl.report.crossed import LOSS_COLUMNS, varies
 
-    context_cols = tuple(c for c in group_by if c != arm_column and not c.startswith("est"))
-    method_cols = tuple(c for c in group_by if c not in context_cols)
+    losses = varies(runs)  # estimator x loss: the method is the estimator, the loss leads the context
+    skip = LOSS_COLUMNS if losses else ()
+    context_cols = tuple(c for c in group_by if c != arm_column and not c.startswith("est") and c not in skip)
+    method_cols = tuple(c for c in group_by if c not in context_cols and c not in skip)
     method, context = {}, {}
     for row in runs.drop_duplicates("arm").to_dict("records"):
-        method[row["arm"]] = arm_label(row, method_cols) if method_cols else row["arm"]
-        context[row["arm"]] = arm_label(row, context_cols) if context_cols else ""
+        method[row["arm"]], context[row["arm"]] = _split(row, method_cols, context_cols, losses)
     names = sorted(set(context.values()))
     if len(names) > MAX_CONTEXTS or not method_cols:
         method, context, names = {a: a for a in method}, {a: "" for a in method}, [""]

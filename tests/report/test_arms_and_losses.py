@@ -108,3 +108,15 @@ def test_grouping_by_estimator_label_never_compares_the_baseline_with_itself(tmp
     cmp = build_report(_config(tmp_path, group_by=("estimator_label",))).tables["comparisons"]
     # dapo's runs are labelled grpo (its estimator): part of the grpo arm, not an arm compared with it
     assert set(zip(cmp["arm"], cmp["baseline"])) == {("ha_dw(base=grpo)", "grpo")}
+
+
+def test_figures_colour_by_estimator_and_draw_each_loss_in_its_own_style(matrix):
+    from benchctl.report.figstyle import arm_styles
+
+    result = build_report(_config(matrix))
+    runs = result.tables["runs"]
+    styles = arm_styles(runs, ("cell_arm",), "cell_arm", {"grpo"})
+    assert styles.method["ha_dw(lambda_scale=1.5)+cispo"] == "ha_dw(lambda_scale=1.5)"
+    assert styles.context["ha_dw(lambda_scale=1.5)+cispo"] == "cispo" and styles.context["grpo"] == "ppo_clip"
+    assert styles.of("grpo+cispo")["color"] == styles.of("grpo")["color"]  # the baseline estimator, near-black
+    assert styles.of("grpo+cispo")["ls"] != styles.of("grpo")["ls"]
