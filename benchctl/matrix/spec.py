@@ -95,7 +95,7 @@ class Cell:
 
     @property
     def arm(self) -> str:
-        """The index's estimator_label: the entry's label plus this grid point, e.g. `ha_dw(lambda_scale=1.3)`."""
+        """The index's arm: the entry's label plus this grid point (and `+loss`), e.g. `ha_dw(lambda_scale=1.3)`."""
         arm = self.label if not self.params else f"{self.label}({','.join(f'{k}={_text(v)}' for k, v in self.params)})"
         return arm if self.loss is None else f"{arm}+{self.loss}"
 
