@@ -29,8 +29,12 @@ COLUMNS = [
 
 
 def varies(runs: pd.DataFrame) -> bool:
-    """Whether the runs trained with more than one policy loss (`loss_resolved`)."""
-    return "loss_resolved" in runs and runs["loss_resolved"].dropna().astype(str).nunique() > 1
+    """Whether the runs cross estimators with policy losses: some run chose its loss (`loss`, a matrix's `losses:`
+    axis or `--loss`) and the losses used (`loss_resolved`) differ. A recipe's own clip range (DAPO's clip-higher)
+    under the default loss is part of that arm, not a loss axis."""
+    if "loss_resolved" not in runs or "loss" not in runs or runs["loss"].dropna().empty:
+        return False
+    return runs["loss_resolved"].dropna().astype(str).nunique() > 1
 
 
 def arm_axes(runs: pd.DataFrame, group_by: tuple[str, ...]) -> dict[str, tuple[str, str]]:

@@ -59,7 +59,8 @@ def passk_curves(passk: pd.DataFrame, styles: ArmStyles):
 
 def compute_curves(points: pd.DataFrame, fits: pd.DataFrame, styles: ArmStyles):
     """One panel per task and context: every held-out pass@1 of every seed against rollout tokens (dots), and each
-    arm's fitted ScaleRL curve (line) from `benchctl.report.compute`, its asymptote A dotted where identified."""
+    arm's fitted ScaleRL curve (line) from `benchctl.report.compute`, its asymptote A dotted where identified; a fit
+    that misses its arm's own points (`_misses`: a falling run) is not drawn."""
     from benchctl.report.compute import scalerl_curve
 
     if points.empty:
@@ -74,6 +75,8 @@ def compute_curves(points: pd.DataFrame, fits: pd.DataFrame, styles: ArmStyles):
             fit = fits[(fits["arm"] == arm) & (fits["eval_task"] == task)]
             if len(fit) and np.isfinite(fit.iloc[0]["asymptote"]):
                 f = fit.iloc[0]
+                if _misses(own, f):  # a falling curve: the rising ScaleRL form does not describe it
+                    continue
                 curve = scalerl_curve(grid_x, f["r0"], f["asymptote"], f["efficiency"], f["midpoint"])
                 ax.plot(grid_x, curve, lw=1.8, **style)
                 if bool(f["asymptote_identified"]):  # an unidentified asymptote is no line to read
@@ -86,6 +89,21 @@ def compute_curves(points: pd.DataFrame, fits: pd.DataFrame, styles: ArmStyles):
         ax.grid(alpha=0.3)
     styles.legend(fig, points["arm"].unique())
     return fig
+
+
+MISS = 0.05  # a fitted curve further than this (pass@1, mean over evaluation points) from its arm's means: not drawn
+
+
+def _misses(own: pd.DataFrame, f) -> bool:
+    """Whether the arm's fitted curve misses its own points: mean |curve - mean score| over the evaluated token
+    counts above `MISS` (a rising ScaleRL curve fitted to a falling or flat-then-falling run)."""
+    from benchctl.report.compute import scalerl_curve
+
+    means = own[own["tokens"] > 0].groupby("tokens")["score"].mean()
+    if means.empty:
+        return False
+    at = scalerl_curve(means.index.to_numpy(float), f["r0"], f["asymptote"], f["efficiency"], f["midpoint"])
+    return float(np.mean(np.abs(at - means.to_numpy()))) > MISS
 
 
 def pass1_vs_tokens(data: ReportData, styles: ArmStyles):

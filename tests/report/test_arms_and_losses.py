@@ -120,3 +120,14 @@ def test_figures_colour_by_estimator_and_draw_each_loss_in_its_own_style(matrix)
     assert styles.context["ha_dw(lambda_scale=1.5)+cispo"] == "cispo" and styles.context["grpo"] == "ppo_clip"
     assert styles.of("grpo+cispo")["color"] == styles.of("grpo")["color"]  # the baseline estimator, near-black
     assert styles.of("grpo+cispo")["ls"] != styles.of("grpo")["ls"]
+
+
+def test_a_recipes_own_clip_range_under_the_default_loss_is_no_loss_axis():
+    import pandas as pd
+
+    from benchctl.report.crossed import varies
+
+    demo = pd.DataFrame({"loss": [None, None], "loss_resolved": ["ppo_clip", "ppo_clip(clip_high=0.28)"]})
+    crossed = pd.DataFrame({"loss": ["ppo_clip", "cispo"], "loss_resolved": ["ppo_clip", "cispo"]})
+    assert not varies(demo) and varies(crossed)
+    assert not varies(pd.DataFrame({"loss_resolved": ["ppo_clip", "cispo"]}))  # runs from before the loss axis
