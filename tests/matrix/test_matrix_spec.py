@@ -101,9 +101,10 @@ def test_index_row_of_a_cell_has_its_configuration_columns(tmp_path):
         "tiny",
         "arith",
         "ha_dw",
-        "ha_dw(lambda_scale=1.3)",
+        "ha_dw(base=grpo)",  # Estimator.label, as in the run's config.json; the matrix arm is its own column
         None,
     )
+    assert row["arm"] == "ha_dw(lambda_scale=1.3)"
     assert (row["group_size"], row["seed"], row["est.lambda_scale"], row["status"]) == (4, 2, 1.3, "pending")
 
 
