@@ -265,8 +265,6 @@ def build_config(
             raise BenchctlError(f"unknown setting {unknown[0]!r} in {origin}; valid: {', '.join(names)}")
     resume = flag_values.get("resume", file_values.get("resume"))
     if resume is not None:
-        from benchctl.trainers.run_folder import resumed_config
-
         return resumed_config(str(resume), {**file_values, **flag_values})
     recipe = flag_values.get("recipe", file_values.get("recipe"))
     if recipe is not None and recipe not in RECIPES:
@@ -290,6 +288,32 @@ def build_config(
 
 def _default(name: str) -> Any:
     return TrainConfig.__dataclass_fields__[name].default
+
+
+def resumed_config(run: str, given: dict[str, Any]) -> TrainConfig:
+    """The stored config of `run` with the settings in `given` applied; BenchctlError naming the first setting
+    that differs from the stored one but may not change on resume (`RESUMABLE_CHANGES`)."""
+    from benchctl.results.train_run import read_config
+
+    stored = read_config(Path(run))
+    values = {k: entry["value"] for k, entry in stored.items() if k in field_names()}
+    sources = {k: entry.get("source", "default") for k, entry in stored.items() if k in field_names()}
+    changed = [
+        f"{k}={stored[k]['value']!r} (now {v!r})"
+        for k, v in given.items()
+        if k not in RESUMABLE_CHANGES and k in stored and stored[k]["value"] != v
+    ]
+    if changed:
+        raise BenchctlError(
+            f"--resume {run}: the run was made with {changed[0]}; only "
+            f"{', '.join(RESUMABLE_CHANGES)} may change on resume"
+        )
+    for key, value in given.items():
+        values[key], sources[key] = value, "flag"
+    values["resume"], values["out"] = run, None
+    cfg = TrainConfig(**values, sources=sources)
+    validate(cfg)
+    return cfg
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

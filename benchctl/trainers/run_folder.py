@@ -1,8 +1,8 @@
 """A training run's folder through its life: start, checkpoint, stop, resume. Every resume question is answered here.
 
     where does a run resume?      `resume_step`: the step RUN/checkpoints/latest names (None: start afresh)
-    what may change on resume?    `resumed_config`: the stored config.json, with only the settings whose metadata
-                                  says change="resume" or "free" (`TrainConfig`, benchctl.trainers.config) changed
+    what may change on resume?    the settings whose metadata says change="resume" or "free" (`TrainConfig`);
+                                  `config.resumed_config` applies them to the stored config.json
     what is thrown away?          `open_run` -> `train_run.discard_after`: metrics rows, rollout parts, evals and
                                   checkpoints of later steps, and every half-written temporary
     what is restored?             `restore`: weights (loaded by the caller from the checkpoint's model/), optimizer,
@@ -22,9 +22,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from benchctl.errors import BenchctlError
 from benchctl.results import train_run
 
 
@@ -107,32 +105,6 @@ def checkpoint_weights(run: Path, step: int | None) -> Path | None:
 
 
 # ---- the life cycle ---------------------------------------------------------------------------------------
-
-
-def resumed_config(run: str, given: dict[str, Any]):
-    """The stored config of `run` with the settings in `given` applied; BenchctlError naming the first setting
-    that differs from the stored one but may not change on resume (`RESUMABLE_CHANGES`)."""
-    from benchctl.trainers.config import RESUMABLE_CHANGES, TrainConfig, field_names, validate
-
-    stored = train_run.read_config(Path(run))
-    values = {k: entry["value"] for k, entry in stored.items() if k in field_names()}
-    sources = {k: entry.get("source", "default") for k, entry in stored.items() if k in field_names()}
-    changed = [
-        f"{k}={stored[k]['value']!r} (now {v!r})"
-        for k, v in given.items()
-        if k not in RESUMABLE_CHANGES and k in stored and stored[k]["value"] != v
-    ]
-    if changed:
-        raise BenchctlError(
-            f"--resume {run}: the run was made with {changed[0]}; only "
-            f"{', '.join(RESUMABLE_CHANGES)} may change on resume"
-        )
-    for key, value in given.items():
-        values[key], sources[key] = value, "flag"
-    values["resume"], values["out"] = run, None
-    cfg = TrainConfig(**values, sources=sources)
-    validate(cfg)
-    return cfg
 
 
 def open_run(path: Path, record: dict, resume: bool) -> RunFolder:
