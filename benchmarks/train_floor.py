@@ -44,8 +44,9 @@ class Floor:
     """A trainer display that times one floor step (for the next trainer step's prompts) after every step."""
 
     def __init__(self, w: Workload, model: str, steps: int, engine, seed: int = 0) -> None:
-        from benchctl.trainers.policy import default_threads, load_policy
         from benchctl.trainers.build import train_task
+        from benchctl.trainers.device import default_threads
+        from benchctl.trainers.weights import load_policy
 
         self.w, self.steps, self.engine, self.seed = w, steps, engine, seed
         self.task = train_task("arith")
@@ -73,8 +74,10 @@ class Floor:
         from vllm import SamplingParams
 
         from benchctl.engine import prompt_seed
-        from benchctl.trainers.policy import completion_logits, gather_logprobs, pack, threads
+        from benchctl.trainers.batch import pack
         from benchctl.trainers.build import draw
+        from benchctl.trainers.device import threads
+        from benchctl.trainers.policy import completion_logits, gather_logprobs
 
         w = self.w
         positions = range((step - 1) * w.prompts, step * w.prompts)  # no dynamic sampling: P prompts per step
@@ -234,7 +237,7 @@ def profile_sync(console: Console, name: str, engine, model, repeats: int, promp
     import torch
 
     from benchctl.engine import repack_cpu_embeddings
-    from benchctl.trainers.policy import engine_state_dict
+    from benchctl.trainers.weights import engine_state_dict
 
     parts: dict[str, list[float]] = {}
 

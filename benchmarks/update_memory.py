@@ -66,7 +66,7 @@ def build_qwen(layers: int, width: int):
 def random_batch(rows: int, prompt: int, completion: int, vocab: int):
     import torch
 
-    from benchctl.trainers.policy import pack
+    from benchctl.trainers.batch import pack
 
     gen = torch.Generator().manual_seed(rows)
     prompts = [torch.randint(5, vocab, (prompt,), generator=gen).tolist() for _ in range(rows // GROUP)]
@@ -86,8 +86,9 @@ def loss_terms(batch, lp):
 
 
 def step_full(model, batch, context, temperature=1.0):
+    from benchctl.trainers.batch import length_buckets
     from benchctl.trainers.losses import token_entropy
-    from benchctl.trainers.policy import completion_logits, gather_logprobs, length_buckets
+    from benchctl.trainers.policy import completion_logits, gather_logprobs
 
     for bucket in length_buckets(batch):
         sub = batch.rows(bucket).trim()
@@ -99,7 +100,8 @@ def step_full(model, batch, context, temperature=1.0):
 
 
 def step_chunked(model, batch, context, budget: int, chunk: int, temperature=1.0):
-    from benchctl.trainers.policy import chunked_logprobs_entropy, completion_hidden, lm_head_weight, token_budget_split
+    from benchctl.trainers.batch import token_budget_split
+    from benchctl.trainers.policy import chunked_logprobs_entropy, completion_hidden, lm_head_weight
 
     for rows in token_budget_split(batch, budget):
         sub = batch.rows(rows).trim()
@@ -135,12 +137,13 @@ def peak_during(fn) -> tuple[float, float]:
 def child(spec: dict) -> dict:
     import torch
 
-    from benchctl.trainers.policy import compute_context, param_change, param_snapshot
+    from benchctl.trainers.device import compute_context
+    from benchctl.trainers.weights import param_change, param_snapshot
 
     torch.manual_seed(0)
     if spec["model"] == "tiny":
         from benchctl.models.cache import cached_tiny_model
-        from benchctl.trainers.policy import load_policy
+        from benchctl.trainers.weights import load_policy
 
         model = load_policy(str(cached_tiny_model()), "cpu", dtype=torch.float32)
     else:
