@@ -100,13 +100,15 @@ def _summary(result, task: str) -> None:
     parts += [f"{k[5:]} {v:.3f}" for k, v in evals.items()]
     state = "stopped (checkpoint written)" if result.interrupted else "done"
     typer.echo(f"{state}: {', '.join(parts)} -> {result.run}")
-    from benchctl.trainers.metrics import INERT_BELOW, mechanism_fractions
+    import pandas as pd
 
-    for name, frac in mechanism_fractions(list(result.metrics)).items():
-        if frac < INERT_BELOW:
+    from benchctl.report.health import INERT_FRACTION, mechanism_activity  # the report's rule, so both agree
+
+    for name, frac in mechanism_activity(pd.DataFrame(list(result.metrics))).fractions:
+        if frac < INERT_FRACTION:
             typer.echo(
-                f"warning: {name} acted on {frac:.0%} of the steps (under {INERT_BELOW:.0%}): this run trained as its"
-                " base; see mechanism/*/acted in train_metrics.parquet",
+                f"warning: {name} acted on {frac:.0%} of the steps (under {INERT_FRACTION:.0%}): this run trained as"
+                " its base; see mechanism/*/acted in train_metrics.parquet",
                 err=True,
             )
     typer.echo(f"evaluate it: benchctl eval --model {result.run} --tasks {task} --k 1..16")

@@ -86,16 +86,3 @@ def mechanism_metrics(acted: dict[str, float]) -> dict[str, float]:
     penalised a rollout, the noisy verifier flipped a reward). The report's `mechanism_acted_frac` is the least
     of their means over the steps; under 5% the arm is marked inert."""
     return {f"mechanism/{name}/acted": float(value) for name, value in acted.items()}
-
-
-INERT_BELOW = 0.05  # a mechanism that acted on fewer steps than this left the run trained as its base
-
-
-def mechanism_fractions(rows: list[dict[str, float]]) -> dict[str, float]:
-    """Per mechanism (`mechanism/<name>/acted`), the fraction of the logged steps on which it acted."""
-    names = dict.fromkeys(k for row in rows for k in row if k.startswith("mechanism/") and k.endswith("/acted"))
-    out = {}
-    for key in names:
-        values = [row[key] for row in rows if key in row]
-        out[key.split("/")[1]] = float(np.mean(values)) if values else float("nan")
-    return out

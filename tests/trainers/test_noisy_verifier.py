@@ -49,12 +49,14 @@ def test_a_noisy_run_logs_that_its_verifier_acted_and_reward_mean_stays_the_true
 
 
 def test_mechanism_fractions_are_the_share_of_steps_each_mechanism_acted_on():
-    from benchctl.trainers.metrics import mechanism_fractions
+    import pandas as pd
+
+    from benchctl.report.health import mechanism_activity
 
     rows = [{"step": 1, "mechanism/avspo/acted": 0.0}, {"step": 2, "mechanism/avspo/acted": 1.0, "x": 2.0}]
     rows += [{"step": 3, "mechanism/avspo/acted": 0.0, "mechanism/reward_flip/acted": 1.0}]
-    assert mechanism_fractions(rows) == {"avspo": pytest.approx(1 / 3), "reward_flip": 1.0}
-    assert mechanism_fractions([{"step": 1}]) == {}
+    assert dict(mechanism_activity(pd.DataFrame(rows)).fractions) == {"avspo": pytest.approx(1 / 3), "reward_flip": 1.0}
+    assert dict(mechanism_activity(pd.DataFrame([{"step": 1}])).fractions) == {}
 
 
 def test_train_warns_at_the_end_when_a_mechanism_never_acted(monkeypatch, tmp_path):
