@@ -82,15 +82,17 @@ def _identity(base_adv: np.ndarray):
     return base_adv, None, {}
 
 
-@register_estimator(
-    "oar_g",
-    kind="modifier",
-    params=OarParams,
-    token_weights=token_weights,
-    token_scores="gradient",
-    acted=lambda m: m.get("reshaped_frac", 0.0) > 0,
-    mechanism="token advantages were reshaped on some rows",
-)
+# What OAR-G and OAR-P share as registered estimators; they differ in the importance scores they ask for.
+OAR = {
+    "kind": "modifier",
+    "params": OarParams,
+    "token_weights": token_weights,
+    "acted": lambda m: m.get("reshaped_frac", 0.0) > 0,
+    "mechanism": "token advantages were reshaped on some rows",
+}
+
+
+@register_estimator("oar_g", token_scores="gradient", **OAR)
 def oar_g(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: None):
     """OAR-G: token weights from gradient x input importance of the answer log-likelihood.
 
@@ -103,15 +105,7 @@ def oar_g(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: N
     return _identity(base_adv)
 
 
-@register_estimator(
-    "oar_p",
-    kind="modifier",
-    params=OarParams,
-    token_weights=token_weights,
-    token_scores="perturbation",
-    acted=lambda m: m.get("reshaped_frac", 0.0) > 0,
-    mechanism="token advantages were reshaped on some rows",
-)
+@register_estimator("oar_p", token_scores="perturbation", **OAR)
 def oar_p(rewards: np.ndarray, base_adv: np.ndarray, params: OarParams, state: None):
     """OAR-P: token weights from the drop of the answer log-likelihood when the token is replaced by pad.
 
