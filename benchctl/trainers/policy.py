@@ -123,14 +123,16 @@ def lm_head_weight(model) -> torch.Tensor:
 
 
 def _logprob_entropy_chunk(
-    hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor, temperature: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(c, D) hidden, (c,) tokens -> log-prob (c,) and entropy (c,) from one (c, V) fp32 logits block."""
+    hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor, temperature: float, sum_sq: bool = False
+) -> tuple[torch.Tensor, ...]:
+    """(c, D) hidden, (c,) tokens -> log-prob (c,) and entropy (c,) from one (c, V) fp32 logits block; with
+    `sum_sq`, also sum_v pi_v^2 (c,) from the same probabilities (`token_stats`)."""
     logits = (hidden @ weight.t()).float() / temperature  # (c, V)
     logz = torch.logsumexp(logits, dim=-1)  # (c,)
     picked = logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (c,)
-    entropy = logz - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)  # (c,)
-    return picked - logz, entropy
+    probs = torch.softmax(logits, dim=-1)  # (c, V)
+    entropy = logz - (probs * logits).sum(dim=-1)  # (c,)
+    return (picked - logz, entropy, probs.pow(2).sum(dim=-1)) if sum_sq else (picked - logz, entropy)
 
 
 def chunked_logprobs_entropy(
@@ -214,11 +216,15 @@ def token_stats(
             sum_sq = torch.softmax(logits, dim=-1).pow(2).sum(dim=-1)
             return gather_logprobs(logits, batch.tokens), token_entropy(logits), sum_sq
         hidden, weight = completion_hidden(model, batch), lm_head_weight(model)
-        logp, entropy = chunked_logprobs_entropy(hidden, weight, batch.tokens, temperature, chunk_tokens)
-        flat = hidden.reshape(-1, hidden.shape[-1])  # (N*T, D)
+        n, t, d = hidden.shape
+        flat_h, flat_tok = hidden.reshape(n * t, d), batch.tokens.reshape(n * t)
         blocks = [
-            torch.softmax((flat[s : s + chunk_tokens] @ weight.t()).float() / temperature, dim=-1).pow(2).sum(-1)
-            for s in range(0, flat.shape[0], chunk_tokens)
-        ]
-        sum_sq = torch.cat(blocks).reshape(logp.shape) if blocks else torch.zeros_like(logp)
-        return logp, entropy, sum_sq
+            _logprob_entropy_chunk(
+                flat_h[s : s + chunk_tokens], weight, flat_tok[s : s + chunk_tokens], temperature, True
+            )
+            for s in range(0, n * t, chunk_tokens)
+        ]  # one (chunk, V) logits block each: log-prob, entropy and sum pi^2 from the same probabilities
+        if not blocks:
+            empty = hidden.new_zeros((n, t), dtype=torch.float32)
+            return empty, empty, empty
+        return tuple(torch.cat(parts).reshape(n, t) for parts in zip(*blocks))
