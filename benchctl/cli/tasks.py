@@ -1,4 +1,5 @@
-"""`benchctl tasks` (list the benchmarks) and `benchctl tasks show NAME`: formatting only."""
+"""`benchctl tasks` (list the benchmarks), `benchctl tasks show NAME` and `benchctl tasks difficulty NAME` (per-prompt
+pass rates of a model, by level): formatting only."""
 
 from __future__ import annotations
 
@@ -35,6 +36,19 @@ def _table(summaries, data_dir: Path | None) -> Table:
     return table
 
 
+def _difficulty_table(result) -> Table:
+    cfg = result.config
+    title = f"{cfg.task} ({cfg.split}): pass rate per prompt, {cfg.n} samples at T={cfg.temperature:g}"
+    caption = f"model {result.model}; {result.mean_tokens:.1f} generated tokens per completion (EOS included)"
+    table = Table(title=title, caption=escape(caption))
+    for column in ("level", "prompts", "mean pass", f"under {cfg.low:g}", f"over {cfg.high:g}"):
+        table.add_column(column, justify="left" if column == "level" else "right", no_wrap=True)
+    for row in result.rows:
+        cells = (f"{row['mean_pass']:.3f}", f"{row['under_low']:.1%}", f"{row['over_high']:.1%}")
+        table.add_row(row["level"], str(row["prompts"]), *cells)
+    return table
+
+
 def register(app: typer.Typer) -> None:
     """Add `tasks` (list) and `tasks show NAME` to the root app."""
     sub = typer.Typer(
@@ -65,5 +79,25 @@ def register(app: typer.Typer) -> None:
         console.print(_table([s], data_dir))
         console.print(f"{escape(s.description)}\n{escape(s.local_path or 'hub: ' + s.hub_id)}")
         console.print(f"[bold]prompt[/bold]\n{escape(prompt)}\n[bold]gold[/bold] {escape(gold) or '-'}")
+
+    @sub.command("difficulty")
+    def difficulty(
+        name: Annotated[str, typer.Argument(help="task name, e.g. arith_mix (see `benchctl tasks`)")],
+        model: Annotated[str, typer.Option(help="tiny (embedded, built on first use), or a model/run folder")] = "tiny",
+        n: Annotated[int, typer.Option("--n", min=1, help="samples per prompt")] = 64,
+        prompts: Annotated[int, typer.Option(min=1, help="first N problems of the split")] = 256,
+        split: Annotated[
+            str, typer.Option(help="split measured: train (what RL trains on), test, validation")
+        ] = "train",
+        temperature: Annotated[float, typer.Option(help="sampling temperature (the trainer's rollouts: 1)")] = 1.0,
+        max_tokens: Annotated[int | None, typer.Option(help="new tokens per sample; default: the task's")] = None,
+        seed: Annotated[int, typer.Option(help="task seed and sampling seed")] = 0,
+    ) -> None:
+        """Per-prompt pass rates of a model on a task (n samples each, plain torch sampling), by level: mean,
+        the fraction of prompts under 0.1 (hard) and over 0.9 (easy)."""
+        from benchctl.lab.difficulty import DifficultyConfig, run_difficulty
+
+        cfg = DifficultyConfig(name, model, split, prompts, n, temperature, max_tokens, seed)
+        _console().print(_difficulty_table(run_difficulty(cfg)))
 
     app.add_typer(sub, name="tasks")

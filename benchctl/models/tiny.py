@@ -36,9 +36,11 @@ from pathlib import Path
 from benchctl.errors import BenchctlError, check_range
 from benchctl.models.chartok import EOS, PAD, char_ids, char_vocab, save_char_tokenizer
 
-BUILDER_VERSION = 3  # bump when the builder's output changes for the same parameters (cache key)
+BUILDER_VERSION = 4  # bump when the builder's output changes for the same parameters (cache key)
 INFO_FILE = "benchctl_tiny.json"
-SFT_TASKS = ("arith", "arith_steps")  # the answer alone, and the same sums with the partial sums shown first
+# (task, options): the answer alone; the same sums with the partial sums shown first; arith_mix's level 1 (carry-free
+# three-digit + digit), the level its warm start drills to near-determinism (benchctl.tasks.arith_mix)
+SFT_SOURCES = (("arith", {}), ("arith_steps", {}), ("arith_mix", {"levels": "1"}))
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,16 @@ class TinyModelConfig:
     """Architecture, seed and SFT budget of the tiny model."""
 
     seed: int = field(default=0, metadata={"help": "torch seed for the initial weights and the SFT data order"})
-    sft_steps: int = field(default=200, metadata={"help": "SFT optimizer steps (0 = random init only)"})
+    sft_steps: int = field(default=600, metadata={"help": "SFT optimizer steps (0 = random init only)"})
     sft_seconds: float | None = field(
         default=None, metadata={"help": "stop SFT after this many seconds instead (not reproducible)"}
     )
     batch_size: int = field(default=64, metadata={"help": "SFT sequences per step"})
     lr: float = field(default=3e-3, metadata={"help": "AdamW peak learning rate"})
     warmup_steps: int = field(default=50, metadata={"help": "linear learning-rate warm-up steps"})
+    decay_steps: int = field(
+        default=300, metadata={"help": "linear decay to 0 over the last N of sft_steps (not with sft_seconds)"}
+    )
     hidden_size: int = field(default=128, metadata={"help": "model width; num_heads * 32 (CPU attention head size)"})
     num_layers: int = field(default=4, metadata={"help": "transformer blocks"})
     num_heads: int = field(default=4, metadata={"help": "query heads"})
@@ -66,6 +71,7 @@ class TinyModelConfig:
         if self.sft_seconds is not None:
             check_range("sft_seconds", self.sft_seconds, 0)
         check_range("batch_size", self.batch_size, 1)
+        check_range("decay_steps", self.decay_steps, 0)
         check_range("lr", self.lr, 0, low_open=True)
         check_range("train_problems", self.train_problems, 1)
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
@@ -98,10 +104,13 @@ def qwen2_config(cfg: TinyModelConfig):
 
 
 def sft_sequences(cfg: TinyModelConfig) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, completion ids + <eos>) of the SFT_TASKS' train problems, interleaved task by task."""
+    """(prompt ids, completion ids + <eos>) of the SFT_SOURCES' train problems, interleaved task by task."""
     from benchctl.tasks import get_task
 
-    tasks = [get_task(name, split="train", seed=cfg.seed, size=cfg.train_problems) for name in SFT_TASKS]
+    tasks = [
+        get_task(name, split="train", seed=cfg.seed, size=cfg.train_problems, **options)
+        for name, options in SFT_SOURCES
+    ]
     eos = char_vocab()[EOS]
     seqs = []
     for problems in zip(*(task.load() for task in tasks)):
@@ -148,8 +157,7 @@ def _sft_loop(model, cfg: TinyModelConfig, generator) -> dict:
     import torch
 
     optim = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    warmup = max(1, cfg.warmup_steps)
-    sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda step: min(1.0, (step + 1) / warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda step: lr_factor(cfg, step))
     model.train()
     start, losses, step = time.perf_counter(), [], 0
     batches = sft_batches(cfg, generator)
@@ -176,6 +184,15 @@ def _sft_loop(model, cfg: TinyModelConfig, generator) -> dict:
         "sft/first_loss": head,
         "sft/last_loss": tail,
     }
+
+
+def lr_factor(cfg: TinyModelConfig, step: int) -> float:
+    """Learning-rate multiplier of optimizer step `step` (0-based): linear warm-up, constant, then (step-count builds)
+    linear decay to 0 over the last `decay_steps`."""
+    factor = min(1.0, (step + 1) / max(1, cfg.warmup_steps))
+    if cfg.sft_seconds is None and cfg.decay_steps:
+        factor = min(factor, (cfg.sft_steps - step) / cfg.decay_steps)
+    return factor
 
 
 def build_tiny_model(out_dir: Path | str, *, config: TinyModelConfig | None = None, **options) -> Path:

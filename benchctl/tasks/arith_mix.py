@@ -2,8 +2,8 @@
 
 Prompt "37+5+8:", completion "42,50=50" (the running sums, "=", the answer: `arith_steps`' format), so the running
 sums are a reasoning span (`shows_work = True`) for token-level methods (OAR, Dr.GRPO's length normalisation).
-Each level is a list of term ranges (`LEVELS`); level i of a stream is drawn with weight `LEVELS[i].weight`
-(`level_of`: a fixed cycle of the weights, so a prefix of any length has the levels in proportion).
+Each level is a list of term ranges and a carry condition (`LEVELS`); the levels take turns in a fixed cycle where
+each appears as often as its weight (`level_cycle`, interleaved, so any prefix has the levels near proportion).
 
 No repeated question within a stream [our choice]: the questions of a level are numbered 0..N-1 (mixed radix
 over its term ranges), and the stream of (seed, level) walks a keyed permutation of that range (`permuted`: a
@@ -22,6 +22,7 @@ import hashlib
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
 
@@ -32,44 +33,69 @@ from benchctl.tasks.base import Problem, register_task
 
 @dataclass(frozen=True)
 class Level:
-    """One difficulty level: the inclusive range of each term, and its share of a stream."""
+    """One difficulty level: the inclusive range of each term, an optional carry condition, its share of a stream."""
 
     name: str
     terms: tuple[tuple[int, int], ...]  # (low, high) of each term, in prompt order
     weight: int  # problems of this level in each cycle of `level_of`
+    carry: bool | None = None  # units digits summing to >= 10 (True), to <= 9 (False), or either (None)
 
     @property
     def size(self) -> int:
-        """How many distinct questions the level has (over all splits)."""
+        """How many term tuples the ranges span (before the carry condition and the split)."""
         return math.prod(high - low + 1 for low, high in self.terms)
 
     def question(self, number: int) -> tuple[int, ...]:
-        """The terms of question `number` in [0, size): mixed radix over the term ranges, first term most
-        significant."""
+        """The terms of tuple `number` in [0, size): mixed radix over the term ranges, first term most significant."""
         terms = []
         for low, high in reversed(self.terms):
             number, digit = divmod(number, high - low + 1)
             terms.append(low + digit)
         return tuple(reversed(terms))
 
+    def admits(self, terms: Sequence[int]) -> bool:
+        """Whether `terms` meet the level's carry condition."""
+        return self.carry is None or (sum(t % 10 for t in terms) >= 10) == self.carry
+
 
 D = (0, 9)  # a single digit
+ABC = (100, 999)  # a three-digit number
+# [our choice] Ordered by the warm-started tiny model's pass rate at T=1 (docs/data.md), weights out of 25: level 1
+# is what its warm start drills (near-deterministic), 2-4 are arith_steps' sums (partly learnt), 5 is one term
+# longer than any sum it was taught and 6 needs a carry it never saw (near 0). Capacities of a 1,000-problem held-out
+# stream: level 2 has 115 test and 88 validation questions, so its weight is at most 2 of 25 (80 per 1,000).
 LEVELS = (
-    Level("1: two single digits", (D, D), 1),
-    Level("2: three single digits", (D, D, D), 1),
-    Level("3: four single digits", (D, D, D, D), 1),
-    Level("4: five single digits", (D, D, D, D, D), 1),
-    Level("5: six single digits", (D,) * 6, 1),
-    Level("6: seven single digits", (D,) * 7, 1),
+    Level("carry-free three-digit + digit", (ABC, D), 7, carry=False),
+    Level("three single digits", (D, D, D), 2),
+    Level("four single digits", (D,) * 4, 4),
+    Level("five single digits", (D,) * 5, 4),
+    Level("six single digits", (D,) * 6, 5),
+    Level("three-digit + digit with a carry", (ABC, D), 3, carry=True),
 )
 
 
-def level_of(index: int, levels: Sequence[Level] = LEVELS) -> tuple[int, int]:
-    """(level, rank): problem `index` of a stream is question number `rank` of its level's stream."""
-    cycle = [k for k, level in enumerate(levels) for _ in range(level.weight)]  # one cycle of the weights
+@lru_cache(maxsize=64)
+def level_cycle(levels: tuple[int, ...]) -> tuple[int, ...]:
+    """One cycle of the levels' turns, each level as often as its weight, interleaved by smooth weighted
+    round-robin (each turn to the level furthest behind its share), so short prefixes are near-proportional too."""
+    weights = {k: LEVELS[k - 1].weight for k in levels}
+    total, credit, cycle = sum(weights.values()), dict.fromkeys(levels, 0), []
+    for _ in range(total):
+        for k in levels:
+            credit[k] += weights[k]
+        pick = max(levels, key=lambda k: credit[k])  # ties: the first (easier) level
+        credit[pick] -= total
+        cycle.append(pick)
+    return tuple(cycle)
+
+
+def level_of(index: int, levels: tuple[int, ...]) -> tuple[int, int]:
+    """(level, rank): problem `index` of a stream over `levels` (1-based numbers into LEVELS) is question number
+    `rank` of that level's stream."""
+    cycle = level_cycle(levels)
     turn, pos = divmod(index, len(cycle))
     level = cycle[pos]
-    return level, turn * levels[level].weight + cycle[:pos].count(level)
+    return level, turn * LEVELS[level - 1].weight + cycle[:pos].count(level)
 
 
 def permuted(number: int, size: int, key: str) -> int:
@@ -94,12 +120,21 @@ def level_stream(level: Level, seed: int, split: str) -> Iterator[tuple[int, ...
         key = f"arith_mix/{seed}/{level.name}/{sweep}"
         for number in range(level.size):
             terms = level.question(permuted(number, level.size, key))
-            if split_of(_question(terms)) == split:
+            if level.admits(terms) and split_of(_question(terms)) == split:
                 yield terms
 
 
 def _question(terms: Sequence[int]) -> str:
     return "+".join(map(str, terms)) + "="
+
+
+def completion_bound(level: Level) -> int:
+    """Tokens of the longest reference completion of `level`, EOS included (one token per character)."""
+    highs = list(accumulate(high for _low, high in level.terms))[1:]  # the largest running sums
+    return sum(len(str(h)) for h in highs) + (len(highs) - 1) + 1 + len(str(highs[-1])) + 1  # sums, ",", "=", EOS
+
+
+SLACK_TOKENS = 2  # [our choice] room past the longest right answer, so a slightly longer wrong one is not cut
 
 
 @dataclass(frozen=True)
@@ -109,28 +144,58 @@ class ArithMixConfig:
     size: int = field(default=1000, metadata={"help": "number of problems load() returns (before limit)"})
     seed: int = field(default=0, metadata={"help": "generator seed; problem i depends only on (seed, split, i)"})
     split: str = field(default="test", metadata={"help": "'train', 'test' or 'validation': disjoint (split_of)"})
+    levels: tuple[int, ...] = field(
+        default=tuple(range(1, len(LEVELS) + 1)), metadata={"help": "levels drawn (1-based into LEVELS), e.g. (1,)"}
+    )
 
     def __post_init__(self) -> None:
         check_range("size", self.size, 1)
         if self.split not in SPLITS:
             raise BenchctlError(f"arith_mix split {self.split!r} is not valid; choose one of: {', '.join(SPLITS)}")
+        if (
+            not self.levels
+            or any(not 1 <= k <= len(LEVELS) for k in self.levels)
+            or len(set(self.levels)) < len(self.levels)
+        ):
+            raise BenchctlError(f"arith_mix levels {self.levels!r} must be distinct numbers in 1..{len(LEVELS)}")
+
+
+def parse_levels(levels: str | Sequence[int] | None) -> tuple[int, ...]:
+    """`None` -> every level; "1,3" or (1, 3) -> (1, 3)."""
+    if levels is None:
+        return tuple(range(1, len(LEVELS) + 1))
+    if isinstance(levels, str):
+        try:
+            return tuple(int(part) for part in levels.split(",") if part.strip())
+        except ValueError:
+            raise BenchctlError(f"arith_mix levels {levels!r} must be a comma list of level numbers") from None
+    return tuple(int(k) for k in levels)
 
 
 def make_problems(config: ArithMixConfig, count: int) -> list[Problem]:
-    """The first `count` problems of the stream (seed, split)."""
-    streams = [level_stream(level, config.seed, config.split) for level in LEVELS]
+    """The first `count` problems of the stream (seed, split, levels)."""
+    streams = {k: level_stream(LEVELS[k - 1], config.seed, config.split) for k in config.levels}
+    every = config.levels == tuple(range(1, len(LEVELS) + 1))
+    stem = "arith_mix" if every else "arith_mix_L" + "+".join(map(str, config.levels))
     problems = []
     for index in range(count):
-        k, _rank = level_of(index)
-        terms = next(streams[k])
-        problem_id = f"arith_mix-{config.split}-{config.seed}-{index}"
-        problems.append(Problem(problem_id, _question(terms), str(sum(terms)), {"level": k + 1}))
+        level, _rank = level_of(index, config.levels)  # ranks are consumed in order, so next() is question _rank
+        terms = next(streams[level])
+        problem_id = f"{stem}-{config.split}-{config.seed}-{index}"
+        problems.append(Problem(problem_id, _question(terms), str(sum(terms)), {"level": level}))
     return problems
 
 
-def capacity(level: Level, split: str) -> int:
-    """Distinct questions of `split` in `level`: a stream has no repeat while it asks at most this many of it."""
-    return sum(split_of(_question(level.question(n))) == split for n in range(level.size))
+def capacity(level: Level, split: str, limit: int | None = None) -> int:
+    """Distinct questions of `split` in `level` (counting stops at `limit`): a stream repeats none of the level's
+    questions while it asks at most this many of them."""
+    count = 0
+    for number in range(level.size):
+        terms = level.question(number)
+        count += level.admits(terms) and split_of(_question(terms)) == split
+        if limit is not None and count >= limit:
+            break
+    return count
 
 
 @register_task("arith_mix")
@@ -142,9 +207,12 @@ class ArithMixTask(ArithStepsTask):
     held_out_task = "arith_mix"
     default_split = "test"
     shows_work = True
+    max_new_tokens = max(completion_bound(level) for level in LEVELS) + SLACK_TOKENS  # 18 + 2
 
-    def __init__(self, size: int = 1000, seed: int = 0, split: str | None = None):
-        self.config = ArithMixConfig(size, seed, split or self.default_split)
+    def __init__(
+        self, size: int = 1000, seed: int = 0, split: str | None = None, levels: str | Sequence[int] | None = None
+    ):
+        self.config = ArithMixConfig(size, seed, split or self.default_split, parse_levels(levels))
 
     def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
         """Generate the problems (`data_dir` is ignored: nothing is read)."""

@@ -49,6 +49,9 @@ class Task(abc.ABC):
     # Whether completions reason before their final answer (a reasoning span OAR can reshape); False: the
     # completion is the answer, so token-level estimators reduce to their base and are refused.
     shows_work: ClassVar[bool] = True
+    # New tokens a complete answer needs at most (EOS included), for samplers that size generation by the task;
+    # None: unknown (the trainer's own default applies).
+    max_new_tokens: ClassVar[int | None] = None
 
     @abc.abstractmethod
     def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
