@@ -48,7 +48,7 @@ class TinyModelConfig:
     """Architecture, seed and SFT budget of the tiny model."""
 
     seed: int = field(default=0, metadata={"help": "torch seed for the initial weights and the SFT data order"})
-    sft_steps: int = field(default=600, metadata={"help": "SFT optimizer steps (0 = random init only)"})
+    sft_steps: int = field(default=800, metadata={"help": "SFT optimizer steps (0 = random init only)"})
     sft_seconds: float | None = field(
         default=None, metadata={"help": "stop SFT after this many seconds instead (not reproducible)"}
     )
@@ -56,7 +56,7 @@ class TinyModelConfig:
     lr: float = field(default=3e-3, metadata={"help": "AdamW peak learning rate"})
     warmup_steps: int = field(default=50, metadata={"help": "linear learning-rate warm-up steps"})
     decay_steps: int = field(
-        default=300, metadata={"help": "linear decay to 0 over the last N of sft_steps (not with sft_seconds)"}
+        default=400, metadata={"help": "linear decay to 0 over the last N of sft_steps (not with sft_seconds)"}
     )
     hidden_size: int = field(default=128, metadata={"help": "model width; num_heads * 32 (CPU attention head size)"})
     num_layers: int = field(default=4, metadata={"help": "transformer blocks"})

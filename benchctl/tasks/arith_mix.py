@@ -27,8 +27,9 @@ from itertools import accumulate
 from pathlib import Path
 
 from benchctl.errors import BenchctlError, check_range
-from benchctl.tasks.arith import SPLITS, ArithStepsTask, split_of
-from benchctl.tasks.base import Problem, register_task
+from benchctl.grading.verdict import Verdict
+from benchctl.tasks.arith import SPLITS, ArithStepsTask, grade_integer, split_of
+from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, register_task
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,11 @@ def completion_bound(level: Level) -> int:
     return sum(len(str(h)) for h in highs) + (len(highs) - 1) + 1 + len(str(highs[-1])) + 1  # sums, ",", "=", EOS
 
 
+HELD_OUT_SIZE = 1000  # problems of a test or validation stream by default: no repeated question (test_arith_mix)
+# [our choice] problems of the train split by default (what `benchctl train` draws from): about every train
+# question of levels 2 (797) and 1-6 otherwise once, so RL sees new questions rather than 80 it memorises (a
+# 1,000-problem train set has 80 three-digit sums, each drawn ~6 times in 200 steps of 32).
+TRAIN_SIZE = 10000
 SLACK_TOKENS = 2  # [our choice] room past the longest right answer, so a slightly longer wrong one is not cut
 
 
@@ -141,7 +147,7 @@ SLACK_TOKENS = 2  # [our choice] room past the longest right answer, so a slight
 class ArithMixConfig:
     """Options of the `arith_mix` task."""
 
-    size: int = field(default=1000, metadata={"help": "number of problems load() returns (before limit)"})
+    size: int = field(default=1000, metadata={"help": "problems load() returns (task default: 10,000 for train)"})
     seed: int = field(default=0, metadata={"help": "generator seed; problem i depends only on (seed, split, i)"})
     split: str = field(default="test", metadata={"help": "'train', 'test' or 'validation': disjoint (split_of)"})
     levels: tuple[int, ...] = field(
@@ -210,9 +216,15 @@ class ArithMixTask(ArithStepsTask):
     max_new_tokens = max(completion_bound(level) for level in LEVELS) + SLACK_TOKENS  # 18 + 2
 
     def __init__(
-        self, size: int = 1000, seed: int = 0, split: str | None = None, levels: str | Sequence[int] | None = None
+        self,
+        size: int | None = None,
+        seed: int = 0,
+        split: str | None = None,
+        levels: str | Sequence[int] | None = None,
     ):
-        self.config = ArithMixConfig(size, seed, split or self.default_split, parse_levels(levels))
+        split = split or self.default_split
+        size = size if size is not None else (TRAIN_SIZE if split == "train" else HELD_OUT_SIZE)
+        self.config = ArithMixConfig(size, seed, split, parse_levels(levels))
 
     def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
         """Generate the problems (`data_dir` is ignored: nothing is read)."""
@@ -224,6 +236,25 @@ class ArithMixTask(ArithStepsTask):
         terms = [int(t) for t in problem.question.removesuffix("=").split("+")]
         partial = list(accumulate(terms))[1:]  # (n_terms - 1,) running sums
         return ",".join(map(str, partial)) + "=" + problem.gold
+
+    def grade(
+        self, items: Sequence[tuple[Problem, str]], *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> list[Verdict]:
+        """The answer and the work: correct when the integer after the last "=" is the sum and the text before
+        that "=" is the problem's running sums ("8,10=10"; spaces ignored); a right answer after wrong work is
+        "wrong" (in-process; `workers` and `timeout` are accepted for API symmetry)."""
+        return [self._grade_one(problem, completion) for problem, completion in items]
+
+    def _grade_one(self, problem: Problem, completion: str) -> Verdict:
+        verdict = grade_integer(problem.gold, self.extract(completion))
+        if not verdict.correct:
+            return verdict
+        start, _end = self.answer_span(completion)
+        reference = self.reference_completion(problem)
+        work = completion[:start].replace(" ", "")
+        if work != reference[: reference.rindex("=") + 1]:
+            return Verdict.of("wrong", verdict.extracted, "right answer after wrong running sums")
+        return verdict
 
 
 @register_task("arith_mix_val")

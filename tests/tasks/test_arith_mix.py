@@ -116,20 +116,24 @@ def test_max_new_tokens_covers_the_longest_reference_completion():
 
 
 @pytest.mark.parametrize(
-    "completion, reason",
+    "completion, reason, detail",
     [
-        ("8,10=10", "correct"),
-        ("8,11=10", "correct"),  # the answer is graded, not the work
-        ("8,10=11", "wrong"),
-        ("8,10", "no_answer"),
-        ("10", "no_answer"),
-        ("8,10=10=9", "wrong"),  # the last "=" counts
-        ("\\boxed{10}", "correct"),
+        ("8,10=10", "correct", ""),
+        ("8, 10 = 10", "correct", ""),  # spaces are ignored
+        ("8,10=10,3", "correct", ""),  # text after the answer is not graded (as in arith_steps)
+        ("8,11=10", "wrong", "right answer after wrong running sums"),  # the work is graded too
+        ("18,10=10", "wrong", "right answer after wrong running sums"),
+        ("10=10", "wrong", "right answer after wrong running sums"),  # a skipped step
+        ("\\boxed{10}", "wrong", "right answer after wrong running sums"),  # no work shown
+        ("8,10=11", "wrong", ""),
+        ("8,10=10=9", "wrong", ""),  # the last "=" counts
+        ("8,10", "no_answer", ""),
+        ("", "no_answer", ""),
     ],
 )
-def test_grading_reads_the_integer_after_the_last_equals_sign(completion, reason):
-    task = get_task("arith_mix")
-    assert task.grade([(Problem("x", "3+5+2=", "10"), completion)])[0].reason == reason
+def test_grading_needs_the_right_answer_after_the_right_running_sums(completion, reason, detail):
+    verdict = get_task("arith_mix").grade([(Problem("x", "3+5+2=", "10"), completion)])[0]
+    assert (verdict.reason, verdict.detail) == (reason, detail)
 
 
 @pytest.mark.parametrize(
