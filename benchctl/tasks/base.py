@@ -167,6 +167,11 @@ def get_task(name: str, **options: Any) -> Task:
     return cls(**options)
 
 
+def task_class(name: str) -> type[Task] | None:
+    """The class registered as `name`, or None (class attributes such as `max_new_tokens`, without building it)."""
+    return _REGISTRY.get(name)
+
+
 def list_tasks() -> list[Task]:
     """Default instances of every registered task, sorted by name."""
     return [_REGISTRY[name]() for name in sorted(_REGISTRY)]

@@ -221,10 +221,14 @@ RESUMABLE_CHANGES = settings("resume") + settings("free")
 
 def resolved_max_tokens(cfg: TrainConfig) -> int:
     """`max_tokens`, else 8 for arith (answers are at most 3 characters + EOS), 16 for arith_steps (5 terms: 4
-    partial sums of <= 2 digits, 3 commas, "=", 2 digits, EOS = 15) and 1024 otherwise."""
+    partial sums of <= 2 digits, 3 commas, "=", 2 digits, EOS = 15), the task's own `max_new_tokens` where it
+    declares one (arith_mix: 20) and 1024 otherwise."""
     if cfg.max_tokens is not None:
         return cfg.max_tokens
-    return {"arith": 8, "arith_steps": 16}.get(cfg.task, 1024)
+    from benchctl.tasks import task_class
+
+    declared = getattr(task_class(cfg.task), "max_new_tokens", None)
+    return {"arith": 8, "arith_steps": 16}.get(cfg.task, declared or 1024)
 
 
 def resolved_overlong_buffer(cfg: TrainConfig) -> int:

@@ -75,6 +75,7 @@ def test_unreadable_or_non_mapping_config_files_are_one_line_errors(tmp_path, co
 def test_derived_defaults_depend_on_model_and_task():
     assert resolved_max_tokens(TrainConfig()) == 8
     assert resolved_max_tokens(TrainConfig(task="math500")) == 1024
+    assert resolved_max_tokens(TrainConfig(task="arith_mix")) == 20  # the task's max_new_tokens
     assert resolved_lr(TrainConfig()) == 3e-4
     assert resolved_lr(TrainConfig(model="Qwen/Qwen2.5-Math-1.5B")) == 1e-6
 
