@@ -33,7 +33,7 @@ class DifficultyConfig:
     """Options of `benchctl tasks difficulty`."""
 
     task: str = opt("arith_mix", "registered task name")
-    model: str = opt("tiny", "tiny (the embedded model, built on first use), or a local HF folder or run folder")
+    model: str = opt("tiny-warm", "tiny-warm or tiny (embedded, built on first use), or a HF folder or run folder")
     split: str = opt("train", "split whose prompts are measured (tasks with splits); train is what RL trains on")
     prompts: int = opt(256, "first N problems of the split")
     n: int = opt(64, "samples per prompt")
@@ -89,9 +89,9 @@ def _task(cfg: DifficultyConfig, get_task):
     """The task on the chosen split (tasks without a split option: the task itself, for split=test only)."""
     import inspect
 
-    from benchctl.tasks.base import _REGISTRY
+    from benchctl.tasks import task_class
 
-    cls = _REGISTRY.get(cfg.task)
+    cls = task_class(cfg.task)
     if cls is not None and "split" in inspect.signature(cls.__init__).parameters:
         return get_task(cfg.task, split=cfg.split, seed=cfg.seed, size=cfg.prompts)
     if cfg.split != "test":

@@ -7,16 +7,16 @@ generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json
 1. a byte-level tokenizer with no merges (`benchctl.models.chartok`): one token per ASCII character;
 2. a Qwen2 config (4 layers, width 128, GQA 4/2 heads of size 32, MLP 384, tied embeddings, fp32,
    128 positions) initialised from `torch.manual_seed(seed)`;
-3. supervised fine-tuning with plain torch on the train splits of `arith` and `arith_steps` (`SFT_TASKS`;
-   `train_problems` of each, interleaved), each one `task.prompt_text(problem) +
-   task.reference_completion(problem) + <eos>` ("3+5+2=" "10"; "3+5+2:" "8,10=10"), loss on the completion and
-   <eos> only [our choice], AdamW with linear warm-up then constant learning rate [our choice: no schedule
-   depends on a budget that may be given in seconds]. Test questions of either task are never seen
-   (`benchctl.tasks.arith.split_of`). 200 steps of 64 [our choice]: as many arith sequences as builder 2's
-   100 arith-only steps, and room to learn on both tasks: `benchctl eval --model tiny --tasks arith,arith_steps
-   --k 1,8 --n 8 --limit 200` gives pass@1 21.6% / 20.0%, pass@8 71.5% / 68.0% (arith / arith_steps); a sampler
-   of our own (same T=0.6, top-p 0.95) gave pass@1 9.6% / 9.1% after 100 steps, 20.3% / 19.7% after 200 and
-   24.6% / 21.9% after 300 (builder 2, arith only, 100 steps: 12.2% on the new arith test split).
+3. supervised fine-tuning with plain torch on the train splits of `arith` and `arith_steps` (`sft_sources`;
+   `train_problems` of each, interleaved), each one `task.prompt_text(problem) + task.reference_completion(problem) +
+   <eos>` ("3+5+2=" "10"; "3+5+2:" "8,10=10"), loss on the completion and <eos> only [our choice], AdamW with linear
+   warm-up then constant learning rate [our choice: no schedule depends on a budget that may be given in seconds] (or a
+   linear decay to 0 over the last `decay_steps`). Test questions of either task are never seen
+   (`benchctl.tasks.arith.split_of`). 200 steps of 64 [our choice]: as many arith sequences as builder 2's 100
+   arith-only steps, and room to learn on both tasks: `benchctl eval --model tiny --tasks arith,arith_steps --k 1,8 --n
+   8 --limit 200` gives pass@1 21.6% / 20.0%, pass@8 71.5% / 68.0% (arith / arith_steps); a sampler of our own (same
+   T=0.6, top-p 0.95) gave pass@1 9.6% / 9.1% after 100 steps, 20.3% / 19.7% after 200 and 24.6% / 21.9% after 300
+   (builder 2, arith only, 100 steps: 12.2% on the new arith test split).
 
 SFT runs on one CPU thread [our choice]: float reductions then do not depend on the machine's core count, so
 the weights are bit-identical for the same parameters on any CPU, and for a 0.8M-parameter model one thread is
@@ -24,6 +24,9 @@ also the fastest (about 80 ms per 64-sequence arith step; two threads on a loade
 `sft_seconds` stops at a wall-clock budget instead of a step count and is therefore not reproducible.
 `cached_tiny_model` (benchctl.models.cache) builds once per
 parameter set for tests.
+
+`EMBEDDED_MODELS` names the parameter sets `--model` accepts: `tiny` (the above) and `tiny-warm`, the RL testbed's
+warm start (800 steps, the last 400 decaying, `arith_mix` level 1 added; about 110 s once).
 """
 
 from __future__ import annotations
@@ -38,9 +41,15 @@ from benchctl.models.chartok import EOS, PAD, char_ids, char_vocab, save_char_to
 
 BUILDER_VERSION = 4  # bump when the builder's output changes for the same parameters (cache key)
 INFO_FILE = "benchctl_tiny.json"
-# (task, options): the answer alone; the same sums with the partial sums shown first; arith_mix's level 1 (carry-free
-# three-digit + digit), the level its warm start drills to near-determinism (benchctl.tasks.arith_mix)
-SFT_SOURCES = (("arith", {}), ("arith_steps", {}), ("arith_mix", {"levels": "1"}))
+# The embedded models `--model` accepts by name: TinyModelConfig options of each (built once, cached by them).
+# `tiny`: the default, SFT'ed on the answer alone (arith) and on the same sums with the partial sums shown first
+# (arith_steps); the demo's model. `tiny-warm` [our choice]: the RL testbed's model (docs/data.md, arith_mix): 800
+# steps decaying to 0 over the last 400, also on arith_mix's level 1 (carry-free three-digit + digit), which it
+# then solves near-deterministically while arith_mix's longer sums stay out of reach: a spread of difficulty.
+EMBEDDED_MODELS: dict[str, dict] = {
+    "tiny": {},
+    "tiny-warm": {"sft_steps": 800, "decay_steps": 400, "sft_sources": ("arith", "arith_steps", "arith_mix:levels=1")},
+}
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ class TinyModelConfig:
     """Architecture, seed and SFT budget of the tiny model."""
 
     seed: int = field(default=0, metadata={"help": "torch seed for the initial weights and the SFT data order"})
-    sft_steps: int = field(default=800, metadata={"help": "SFT optimizer steps (0 = random init only)"})
+    sft_steps: int = field(default=200, metadata={"help": "SFT optimizer steps (0 = random init only)"})
     sft_seconds: float | None = field(
         default=None, metadata={"help": "stop SFT after this many seconds instead (not reproducible)"}
     )
@@ -56,7 +65,11 @@ class TinyModelConfig:
     lr: float = field(default=3e-3, metadata={"help": "AdamW peak learning rate"})
     warmup_steps: int = field(default=50, metadata={"help": "linear learning-rate warm-up steps"})
     decay_steps: int = field(
-        default=400, metadata={"help": "linear decay to 0 over the last N of sft_steps (not with sft_seconds)"}
+        default=0, metadata={"help": "linear decay to 0 over the last N of sft_steps (not with sft_seconds)"}
+    )
+    sft_sources: tuple[str, ...] = field(
+        default=("arith", "arith_steps"),
+        metadata={"help": "tasks whose train splits SFT interleaves: 'name' or 'name:key=value' (arith_mix:levels=1)"},
     )
     hidden_size: int = field(default=128, metadata={"help": "model width; num_heads * 32 (CPU attention head size)"})
     num_layers: int = field(default=4, metadata={"help": "transformer blocks"})
@@ -72,6 +85,9 @@ class TinyModelConfig:
             check_range("sft_seconds", self.sft_seconds, 0)
         check_range("batch_size", self.batch_size, 1)
         check_range("decay_steps", self.decay_steps, 0)
+        if not self.sft_sources:
+            raise BenchctlError("sft_sources must name at least one task")
+        object.__setattr__(self, "sft_sources", tuple(self.sft_sources))  # a list from JSON -> the same key
         check_range("lr", self.lr, 0, low_open=True)
         check_range("train_problems", self.train_problems, 1)
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
@@ -104,12 +120,12 @@ def qwen2_config(cfg: TinyModelConfig):
 
 
 def sft_sequences(cfg: TinyModelConfig) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, completion ids + <eos>) of the SFT_SOURCES' train problems, interleaved task by task."""
+    """(prompt ids, completion ids + <eos>) of the `sft_sources`' train problems, interleaved task by task."""
     from benchctl.tasks import get_task
 
     tasks = [
         get_task(name, split="train", seed=cfg.seed, size=cfg.train_problems, **options)
-        for name, options in SFT_SOURCES
+        for name, options in map(parse_source, cfg.sft_sources)
     ]
     eos = char_vocab()[EOS]
     seqs = []
@@ -117,6 +133,18 @@ def sft_sequences(cfg: TinyModelConfig) -> list[tuple[list[int], list[int]]]:
         for task, problem in zip(tasks, problems):
             seqs.append((char_ids(task.prompt_text(problem)), char_ids(task.reference_completion(problem)) + [eos]))
     return seqs
+
+
+def parse_source(source: str) -> tuple[str, dict[str, str]]:
+    """'arith_mix:levels=1' -> ("arith_mix", {"levels": "1"}); 'arith' -> ("arith", {})."""
+    name, _, rest = source.partition(":")
+    options = {}
+    for part in filter(None, rest.split(";")):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise BenchctlError(f"tiny-model SFT source {source!r}: options are key=value, e.g. arith_mix:levels=1")
+        options[key.strip()] = value.strip()
+    return name.strip(), options
 
 
 def sft_batches(cfg: TinyModelConfig, generator):

@@ -6,8 +6,8 @@
    * `R/model/` (HF format, has `config.json`) — the final exported model — wins when present;
    * else `R/checkpoints/latest`: a symlink to, or a text file naming (relative to `R/checkpoints/`), a
      checkpoint folder `S`; the model is `S/model/` if that exists, else `S` itself (HF format);
-3. `tiny`, when no folder of that name exists: the embedded default model, built once into the cache
-   (`benchctl.models.cache.cached_tiny_model`, default parameters);
+3. `tiny` or `tiny-warm`, when no folder of that name exists: an embedded model, built once into the cache
+   (`benchctl.models.cache.cached_tiny_model` with `benchctl.models.tiny.EMBEDDED_MODELS[name]`);
 4. anything else that is not an existing path: a hub id (`org/name`), handed to the engine unchanged.
 An existing folder that matches none of these is an error (it would otherwise be mistaken for a hub id).
 Default output folder: `results/eval/<model-name>`, where model-name is the run/model folder's name, or the
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchctl.errors import BenchctlError
+from benchctl.models.tiny import EMBEDDED_MODELS
 
 TINY = "tiny"  # --model name of the embedded default model
 
@@ -60,10 +61,10 @@ def _latest_checkpoint(run: Path) -> Path | None:
 def resolve_model(spec: str) -> ResolvedModel:
     """Resolve a `--model` value (see the module docstring for the run-folder convention)."""
     path = Path(spec).expanduser()
-    if spec == TINY and not path.exists():
+    if spec in EMBEDDED_MODELS and not path.exists():
         from benchctl.models.cache import cached_tiny_model
 
-        return ResolvedModel(str(cached_tiny_model()), TINY, "tiny")
+        return ResolvedModel(str(cached_tiny_model(**EMBEDDED_MODELS[spec])), spec, "tiny")
     if not path.exists():
         if spec.startswith((".", "/", "~")) or spec.count("/") > 1 or not spec.strip():
             raise BenchctlError(f"--model {spec!r}: no such folder, and it is not a hub id of the form org/name")

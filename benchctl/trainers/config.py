@@ -75,7 +75,7 @@ class TrainConfig:
 
     model: str = _f(
         "tiny",
-        "tiny (embedded default), a local HF folder, a hub id, or a run folder to continue from",
+        "tiny (embedded default), tiny-warm (the arith_mix testbed's), a local HF folder, a hub id, or a run folder",
         EXP,
         owner="cell",
     )
@@ -247,7 +247,9 @@ def resolved_lr(cfg: TrainConfig) -> float:
     on seeds 0, 1, 2; 5e-4 learned faster on one seed but collapsed on another (EOS unlearned, entropy 3.4)."""
     if cfg.lr is not None:
         return cfg.lr
-    return 3e-4 if cfg.model == "tiny" else 1e-6
+    from benchctl.models.tiny import EMBEDDED_MODELS
+
+    return 3e-4 if cfg.model in EMBEDDED_MODELS else 1e-6
 
 
 def field_names() -> list[str]:

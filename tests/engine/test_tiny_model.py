@@ -102,3 +102,35 @@ def test_concurrent_cache_users_build_once_and_get_the_same_folder(tmp_path):
     assert (tmp_path / "builds.log").read_text().count("build") == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tiny-")]  # no scratch folder left
     assert cached_tiny_model(cache_dir=tmp_path, **QUICK) == folder  # later calls hit the cache
+
+
+def test_sft_sources_name_a_task_and_its_options():
+    from benchctl.models.tiny import parse_source
+
+    assert parse_source("arith") == ("arith", {})
+    assert parse_source("arith_mix:levels=1") == ("arith_mix", {"levels": "1"})
+    with pytest.raises(BenchctlError, match="key=value"):
+        parse_source("arith_mix:levels")
+
+
+def test_an_sft_source_with_a_level_option_trains_on_that_level_only():
+    from benchctl.models.chartok import char_ids
+    from benchctl.models.tiny import sft_sequences
+    from benchctl.tasks import get_task
+
+    cfg = TinyModelConfig(sft_sources=("arith_mix:levels=1",), train_problems=50)
+    task = get_task("arith_mix", split="train", size=50, levels="1")
+    problems = task.load()
+    assert [ids for ids, _ in sft_sequences(cfg)] == [char_ids(task.prompt_text(p)) for p in problems]
+    assert all(p.meta["level"] == 1 for p in problems)
+
+
+def test_embedded_model_names_resolve_to_their_own_cached_builds(monkeypatch):
+    from benchctl.models.tiny import EMBEDDED_MODELS
+    from benchctl.results.runs import resolve_model
+
+    asked = []
+    monkeypatch.setattr(cache_module, "cached_tiny_model", lambda **options: asked.append(options) or Path("/m"))
+    assert [resolve_model(name).name for name in ("tiny", "tiny-warm")] == ["tiny", "tiny-warm"]
+    assert asked == [EMBEDDED_MODELS["tiny"], EMBEDDED_MODELS["tiny-warm"]]
+    assert asked[0] == {}  # the default model is the builder's defaults: the demo's model is unchanged

@@ -149,7 +149,7 @@ def test_warm_started_tiny_model_has_easy_and_hard_train_prompts():
     """Issue 23: at step 0, >= 20% of train prompts under 0.1 and >= 20% over 0.9 at T=1 (builds the model)."""
     from benchctl.lab.difficulty import DifficultyConfig, run_difficulty
 
-    result = run_difficulty(DifficultyConfig(task="arith_mix", prompts=250, n=32))
+    result = run_difficulty(DifficultyConfig(task="arith_mix", model="tiny-warm", prompts=250, n=32))
     overall = result.rows[-1]
     assert overall["level"] == "all" and overall["prompts"] == 250
     assert overall["under_low"] >= 0.2 and overall["over_high"] >= 0.2, result.rows
