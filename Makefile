@@ -84,16 +84,13 @@ demo: venv
 	$(BENCHCTL) report $(DEMO) --baseline grpo --group-by arm,group_size --out $(DEMO)/report
 	@echo "report: $(DEMO)/report/report.html (also report.md and parquet tables in $(DEMO)/report/)"
 
-# The seed papers' claims tested on the embedded testbed (examples/claims/README.md): three matrices (arith at G=8,
-# GRPO at G=16 for the equal-compute claim, arith_steps for OAR), five seeds, a learning-rate sweep per arm chosen on
-# the validation split, compute curves; then the report with the claims section and claims.parquet.
+# The seed papers' claims tested on the embedded testbed (examples/claims/README.md): one matrix (tiny-warm on
+# arith_mix, seven arms x three seeds, 850,000 rollout tokens a cell, compute curves), then the report with the
+# claims section and claims.parquet.
 CLAIMS ?= results/claims
 claims: venv
-	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-arith.yaml --results $(CLAIMS)/arith
-	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-arith-g16.yaml --results $(CLAIMS)/g16
-	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-steps.yaml --results $(CLAIMS)/steps
-	$(BENCHCTL) report $(CLAIMS)/arith $(CLAIMS)/g16 $(CLAIMS)/steps --baseline grpo \
-		--claims examples/claims/claims.yaml --out $(CLAIMS)/report
+	$(BENCHCTL) --no-progress matrix run examples/claims/testbed.yaml --results $(CLAIMS)/runs
+	$(BENCHCTL) report $(CLAIMS)/runs --baseline grpo --claims examples/claims/claims.yaml --out $(CLAIMS)/report
 	@echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"
 
 # The estimator lab (seconds to minutes, no model): the four simulation studies with tables, JSON and plots.
