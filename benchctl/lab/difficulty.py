@@ -92,7 +92,9 @@ def _task(cfg: DifficultyConfig, get_task):
     from benchctl.tasks import task_class
 
     cls = task_class(cfg.task)
-    if cls is not None and "split" in inspect.signature(cls.__init__).parameters:
+    if cls is None:
+        return get_task(cfg.task)  # raises: the unknown name and the valid ones
+    if "split" in inspect.signature(cls.__init__).parameters:
         return get_task(cfg.task, split=cfg.split, seed=cfg.seed, size=cfg.prompts)
     if cfg.split != "test":
         raise BenchctlError(f"task {cfg.task!r} has no split option; pass --split test to measure its problems")
