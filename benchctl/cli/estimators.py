@@ -9,14 +9,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from benchctl.cli.markdown import cell, code, format_value
+
 HELP = (
     "List the registered advantage estimators (bases and modifiers), or show one with "
     "[bold]benchctl estimators show NAME[/bold]."
 )
-
-
-def _format_value(value) -> str:
-    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _listing_table(infos) -> Table:
@@ -26,7 +24,7 @@ def _listing_table(infos) -> Table:
     table.add_column("hyperparameters (defaults)")
     table.add_column("reference", no_wrap=True)
     for info in infos:
-        params = ", ".join(f"{hp.name}={_format_value(hp.default)}" for hp in info.hyperparameters)
+        params = ", ".join(f"{hp.name}={format_value(hp.default)}" for hp in info.hyperparameters)
         table.add_row(info.name, info.kind, escape(params or "-"), info.reference)
     return table
 
@@ -47,7 +45,7 @@ def _show(info, est) -> None:
         table.add_column(column, no_wrap=column != "help")
     for hp in info.hyperparameters:
         value = est.base.label if hp.name == "base" else getattr(est.params, hp.name)
-        table.add_row(hp.name, _format_value(hp.default), _format_value(value), escape(hp.help))
+        table.add_row(hp.name, format_value(hp.default), format_value(value), escape(hp.help))
     console.print(table)
     for note in info.notes:
         console.print(f"- {escape(note)}")
@@ -78,15 +76,6 @@ docstrings restate. "Acted" is the per-step evidence that an estimator's mechani
 """
 
 
-def _cell(text) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _code(text: str) -> str:
-    text = " ".join(text.split())
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
-
-
 def _markdown_section(info) -> list[str]:
     lines = [
         f"## {info.name}",
@@ -94,7 +83,7 @@ def _markdown_section(info) -> list[str]:
         f"{info.description}",
         "",
         f"- **Kind:** {info.kind}",
-        f"- **Formula:** {_code(info.formula)}",
+        f"- **Formula:** {code(info.formula)}",
         f"- **Reference:** {' '.join(info.source.split())}",
         f"- **Default loss aggregation:** {info.loss_agg or 'same as the base estimator'}",
     ]
@@ -103,7 +92,7 @@ def _markdown_section(info) -> list[str]:
     if info.mechanism:
         lines.append(f"- **Acted** (`mechanism/{info.name}/acted`, logged every step): {info.mechanism}")
     lines += ["", "| hyperparameter | default | help |", "|---|---|---|"]
-    lines += [f"| `{hp.name}` | `{_format_value(hp.default)}` | {_cell(hp.help)} |" for hp in info.hyperparameters]
+    lines += [f"| `{hp.name}` | `{format_value(hp.default)}` | {cell(hp.help)} |" for hp in info.hyperparameters]
     if info.notes:
         lines += ["", "Choices and deviations:", ""] + [f"- {' '.join(note.split())}" for note in info.notes]
     return lines + [""]
@@ -113,8 +102,8 @@ def markdown(infos) -> str:
     """docs/estimators.md: an index table, then one section per estimator."""
     lines = [MARKDOWN_HEADER, "| name | kind | reference | hyperparameters (defaults) |", "|---|---|---|---|"]
     for info in infos:
-        params = ", ".join(f"{hp.name}={_format_value(hp.default)}" for hp in info.hyperparameters)
-        lines.append(f"| [`{info.name}`](#{info.name}) | {info.kind} | {info.reference} | {_cell(params or '-')} |")
+        params = ", ".join(f"{hp.name}={format_value(hp.default)}" for hp in info.hyperparameters)
+        lines.append(f"| [`{info.name}`](#{info.name}) | {info.kind} | {info.reference} | {cell(params or '-')} |")
     lines.append("")
     for info in infos:
         lines += _markdown_section(info)

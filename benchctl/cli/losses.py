@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from benchctl.cli.markdown import cell, code, format_value
+
 HELP = (
     "List the registered policy losses (the objective an advantage is trained with), or show one with "
     "[bold]benchctl losses show NAME[/bold]."
@@ -19,12 +21,8 @@ HELP = (
 ESTIMATORS = "the estimator's"  # a loss without its own aggregation uses the estimator's / recipe's
 
 
-def _format_value(value) -> str:
-    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-
 def _params(info) -> str:
-    return ", ".join(f"{hp.name}={_format_value(hp.default)}" for hp in info.hyperparameters)
+    return ", ".join(f"{hp.name}={format_value(hp.default)}" for hp in info.hyperparameters)
 
 
 def _listing_table(infos) -> Table:
@@ -51,7 +49,7 @@ def _show(info, loss) -> None:
     for column in ("hyperparameter", "default", "value", "help"):
         table.add_column(column, no_wrap=column != "help")
     for hp in info.hyperparameters:
-        table.add_row(hp.name, _format_value(hp.default), _format_value(getattr(loss.params, hp.name)), escape(hp.help))
+        table.add_row(hp.name, format_value(hp.default), format_value(getattr(loss.params, hp.name)), escape(hp.help))
     console.print(table)
     for note in info.notes:
         console.print(f"- {escape(note)}")
@@ -99,22 +97,13 @@ clip, gate or mask acts only when a rollout batch is used for several optimizer 
 """
 
 
-def _cell(text) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _code(text: str) -> str:
-    text = " ".join(text.split())
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
-
-
 def _markdown_section(info) -> list[str]:
     lines = [
         f"## {info.name}",
         "",
         f"{info.description}",
         "",
-        f"- **Formula:** {_code(info.formula)}",
+        f"- **Formula:** {code(info.formula)}",
         f"- **Reference:** {' '.join(info.source.split())}",
         f"- **Aggregation:** {info.loss_agg or ESTIMATORS}",
         f"- **Acts with one update per batch:** {'no' if info.inert_on_policy else 'yes'}",
@@ -122,7 +111,7 @@ def _markdown_section(info) -> list[str]:
         "| hyperparameter | default | help |",
         "|---|---|---|",
     ]
-    lines += [f"| `{hp.name}` | `{_format_value(hp.default)}` | {_cell(hp.help)} |" for hp in info.hyperparameters]
+    lines += [f"| `{hp.name}` | `{format_value(hp.default)}` | {cell(hp.help)} |" for hp in info.hyperparameters]
     if info.notes:
         lines += ["", "Choices and deviations:", ""] + [f"- {' '.join(note.split())}" for note in info.notes]
     return lines + [""]
@@ -134,7 +123,7 @@ def markdown(infos) -> str:
     lines.append("|---|---|---|---|")
     for info in infos:
         agg = info.loss_agg or ESTIMATORS
-        lines.append(f"| [`{info.name}`](#{info.name}) | {info.reference} | {agg} | {_cell(_params(info) or '-')} |")
+        lines.append(f"| [`{info.name}`](#{info.name}) | {info.reference} | {agg} | {cell(_params(info) or '-')} |")
     lines.append("")
     for info in infos:
         lines += _markdown_section(info)
