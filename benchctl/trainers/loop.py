@@ -16,12 +16,12 @@
     sync       engine.load_weights(policy weights), then verified on a probe sequence (`sync.check_sync`)
     log        metrics row, rollouts part, live display; checkpoint and held-out eval on their cadence
 
-The trainer never branches on an estimator's or a loss's name: what an estimator needs (OAR's importance scores) it asks
-for through `est.token_scores`. Rows whose token advantages are all zero (degenerate groups) are left out of
-the forward/backward when no KL term needs them; the aggregation weights still count them, so the loss and
-gradient are exactly those of the full batch (`losses.active_rows`). That is where most of the speed comes
-from once the policy learns: ACR grows, and so does the work skipped. Entropy and the engine/policy gap are measured
-on rows chosen without looking at advantages (`measure`), so every arm is measured alike.
+The trainer never branches on an estimator's or a loss's name: an estimator asks for OAR's importance scores through
+`est.token_scores`, computed for the rows with a non-zero advantage only (token advantages are A x w, contract.md §7).
+Rows whose token advantages are all zero are left out of the forward/backward when no KL term needs them; the
+aggregation weights still count them, so loss and gradient are those of the full batch (`losses.active_rows`): most
+of the speed once ACR grows. Entropy and the engine/policy gap are measured on rows chosen without looking at
+advantages (`measure`), so every arm is measured alike.
 """
 
 from __future__ import annotations
@@ -108,12 +108,13 @@ def train_step(
         seq_adv = est.advantages(got.rewards)  # (S, G): the one registry call, on every group sampled
         trained = got.trained()  # (P,) the groups the update trains (the filter comes after the estimator)
         samples = [x for i in trained for x in got.groups[i]]  # N = P * G rollouts, group-major
-        batch = pack(
-            [x.prompt_token_ids for x in samples], [x.token_ids for x in samples], policy.pad_id, policy.device
-        )
-        scores, reasoning = importance_scores(cfg, sampler, policy, est.token_scores, batch, samples)
-        kept_adv = seq_adv[trained] * got.keep[trained, None]  # (P, G); a dropped group trains with A = 0
-        token_adv = est.token_advantages(kept_adv.reshape(-1), scores, reasoning)  # (N, T)
+        prompts, completions = [x.prompt_token_ids for x in samples], [x.token_ids for x in samples]
+        batch = pack(prompts, completions, policy.pad_id, policy.device)
+        kept_adv = (seq_adv[trained] * got.keep[trained, None]).reshape(-1)  # (N,); a dropped group trains with A = 0
+        token_adv, scored = np.zeros(batch.tokens.shape), np.flatnonzero(kept_adv)  # (N, T); rows with A != 0
+        if scored.size:  # a row with A = 0 has token advantages A x w = 0 (§7): no scores, no weights
+            scores, reasoning = importance_scores(cfg, sampler, policy, est.token_scores, batch, samples, scored)
+            token_adv[scored] = est.token_advantages(kept_adv[scored], scores, reasoning)  # (n, T)
     token_adv = torch.as_tensor(token_adv, dtype=torch.float32, device=policy.device)
     degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
     nondegenerate = torch.as_tensor(np.repeat(~degenerate, cfg.group_size), device=policy.device)
@@ -237,16 +238,15 @@ def collect(sampler: Sampler, step: int, data_pos: int, times: PhaseTimer) -> Sa
 
 
 def importance_scores(
-    cfg: TrainConfig, sampler: Sampler, policy: Policy, kind: str | None, batch, samples
+    cfg: TrainConfig, sampler: Sampler, policy: Policy, kind: str | None, batch, samples, rows: np.ndarray
 ) -> tuple[np.ndarray | None, np.ndarray]:
-    """(scores, reasoning_mask) for `est.token_advantages`: OAR's scores when the estimator asks for them
-    (`kind` = `est.token_scores`, "gradient" or "perturbation"; None: no scores)."""
+    """(scores, reasoning) (n, T) of `rows` for `est.token_advantages`; scores None unless `kind` names a scorer."""
     width = batch.tokens.shape[1]
     if kind is None:
-        return None, np.zeros((len(samples), width), dtype=bool)
-    tokenizer = sampler.engine.tokenizer
+        return None, np.zeros((len(rows), width), dtype=bool)
+    batch, samples = batch.rows(torch.as_tensor(rows, device=batch.tokens.device)), [samples[i] for i in rows]
     texts, ids = [x.text for x in samples], [x.token_ids for x in samples]
-    reasoning, answer = answer_masks(sampler.task, texts, ids, tokenizer, width)
+    reasoning, answer = answer_masks(sampler.task, texts, ids, sampler.engine.tokenizer, width)
     how = Scoring(cfg.temperature, policy.pad_id, cfg.micro_batch_tokens, cfg.logprob_chunk_tokens)
     with threads(policy.threads), compute_context(policy.compute_dtype, policy.device):
         scores = SCORERS[kind](policy.model, batch, answer, reasoning, how)
