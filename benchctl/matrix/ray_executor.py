@@ -30,7 +30,8 @@ def _call(work, cell):
 
 
 def ray_executor(cells: Sequence, work, on_start, on_done, *, address: str | None = None) -> None:
-    """Submit every cell as a Ray task, then record each outcome as it arrives."""
+    """Run every cell as a Ray task, as many at once as the cluster has slots (one GPU each where there are GPUs,
+    else one CPU), a new one submitted as each finishes; record each outcome as it arrives."""
     try:
         import ray
     except ImportError:
@@ -41,13 +42,16 @@ def ray_executor(cells: Sequence, work, on_start, on_done, *, address: str | Non
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        gpus = ray.cluster_resources().get("GPU", 0)
+        resources = ray.cluster_resources()
+        gpus = resources.get("GPU", 0)
         task = ray.remote(_call).options(num_gpus=1 if gpus >= 1 else 0, num_cpus=1, max_retries=0)
-        pending = {}
-        for cell in cells:
-            on_start(cell)
-            pending[task.remote(work, cell)] = cell
-        while pending:
+        slots = max(1, int(gpus if gpus >= 1 else resources.get("CPU", 1)))
+        queue, pending = list(cells), {}
+        while queue or pending:
+            while queue and len(pending) < slots:  # no more in flight than can run: `running` means running
+                cell = queue.pop(0)
+                on_start(cell)
+                pending[task.remote(work, cell)] = cell
             (ready,), _ = ray.wait(list(pending), num_returns=1)
             cell = pending.pop(ready)
             try:

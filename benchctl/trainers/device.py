@@ -22,7 +22,11 @@ def resolve_device(device: str) -> str:
 
 
 def default_threads() -> int:
-    """Cores this process may run on."""
+    """OMP_NUM_THREADS where set (Ray sets it to a task's CPUs, so side-by-side cells do not oversubscribe the
+    cores), else the cores this process may run on."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - non-Linux

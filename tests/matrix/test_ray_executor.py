@@ -47,3 +47,33 @@ def test_unknown_executor_is_a_one_line_error(tmp_path):
 
     with pytest.raises(BenchctlError, match="unknown executor 'slurm'; choose one of: serial, ray"):
         run_matrix(parse_matrix(SPEC), tmp_path, executor="slurm")
+
+
+def _done(name):
+    """A cell's work that finishes at once (module-level, so Ray can pickle it)."""
+    from benchctl.matrix.outcome import CellOutcome
+
+    return CellOutcome(name, "done")
+
+
+def test_ray_executor_submits_no_more_cells_than_the_cluster_has_cpus_so_running_means_running():
+    from benchctl.matrix.ray_executor import ray_executor
+
+    events = []
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ray_executor(
+            ["a", "b", "c", "d", "e"],
+            _done,
+            lambda cell: events.append(("start", cell)),
+            lambda cell, outcome: events.append(("done", cell, outcome.status)),
+        )
+    finally:
+        ray.shutdown()
+    running, most = 0, 0
+    for event in events:
+        running += 1 if event[0] == "start" else -1
+        most = max(most, running)
+    assert most == 2 and running == 0
+    assert sorted(e[1] for e in events if e[0] == "done") == ["a", "b", "c", "d", "e"]
+    assert {e[2] for e in events if e[0] == "done"} == {"done"}
