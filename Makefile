@@ -71,25 +71,25 @@ $(VERL_STAMP): pyproject.toml Makefile
 	touch $(VERL_STAMP)
 
 # The main job on the embedded default: GRPO against Dr.GRPO, DAPO, HA-DW and DGPO on the embedded tiny model and
-# `arith` (G=8, five seeds, equal rollout-token budget per cell, held-out evaluation on a token cadence; see
-# examples/demo.yaml), each cell trained then evaluated (pass@k, k up to 16), then the report (seed-level verdict,
-# compute curves, run health). Within 20 minutes on a 2-core CPU machine. Rerunning skips finished cells and resumes
+# `arith` (G=8, twelve seeds, equal rollout-token budget per cell, held-out evaluation on a token cadence; see
+# examples/demo.yaml), each cell trained then evaluated (pass@k, k up to 16), one cell per core on a local Ray
+# cluster, then the report (seed-level verdict, compute curves, run health). Within 20 minutes on a 2-core CPU. Rerunning skips finished cells and resumes
 # an interrupted one.
 DEMO     ?= results/demo
 BENCHCTL := $(VENV)/bin/benchctl
 .PHONY: lab claims
 demo: venv
 	$(BENCHCTL) estimators
-	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO)
+	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO) --executor ray
 	$(BENCHCTL) report $(DEMO) --baseline grpo --group-by arm,group_size --out $(DEMO)/report
 	@echo "report: $(DEMO)/report/report.html (also report.md and parquet tables in $(DEMO)/report/)"
 
 # The seed papers' claims tested on the embedded testbed (examples/claims/README.md): one matrix (tiny-warm on
-# arith_mix, seven arms x three seeds, 850,000 rollout tokens a cell, compute curves), then the report with the
-# claims section and claims.parquet.
+# arith_mix, seven arms x four seeds, 850,000 rollout tokens a cell, compute curves; one cell per core on a local
+# Ray cluster), then the report with the claims section and claims.parquet.
 CLAIMS ?= results/claims
 claims: venv
-	$(BENCHCTL) --no-progress matrix run examples/claims/testbed.yaml --results $(CLAIMS)/runs
+	$(BENCHCTL) --no-progress matrix run examples/claims/testbed.yaml --results $(CLAIMS)/runs --executor ray
 	$(BENCHCTL) report $(CLAIMS)/runs --baseline grpo --claims examples/claims/claims.yaml --out $(CLAIMS)/report
 	@echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"
 
