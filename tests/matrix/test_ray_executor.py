@@ -49,22 +49,19 @@ def test_unknown_executor_is_a_one_line_error(tmp_path):
         run_matrix(parse_matrix(SPEC), tmp_path, executor="slurm")
 
 
-def _done(name):
-    """A cell's work that finishes at once (module-level, so Ray can pickle it)."""
-    from benchctl.matrix.outcome import CellOutcome
-
-    return CellOutcome(name, "done")
-
-
 def test_ray_executor_submits_no_more_cells_than_the_cluster_has_cpus_so_running_means_running():
+    import functools
+
+    from benchctl.matrix.outcome import CellOutcome
     from benchctl.matrix.ray_executor import ray_executor
 
+    done = functools.partial(CellOutcome, status="done")  # a cell's work that finishes at once; workers import it
     events = []
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         ray_executor(
             ["a", "b", "c", "d", "e"],
-            _done,
+            done,
             lambda cell: events.append(("start", cell)),
             lambda cell, outcome: events.append(("done", cell, outcome.status)),
         )
