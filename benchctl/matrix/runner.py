@@ -23,6 +23,7 @@ as a task and call `on_start` / `on_done` in the driver, which alone writes the 
 from __future__ import annotations
 
 import functools
+import math
 import shutil
 import time
 import traceback
@@ -223,17 +224,25 @@ def check_not_stale(cell: Cell, run: Path) -> None:
     """A finished training run must have been made with the cell's settings: the run folder name holds only the
     varied values, so a changed `train:` setting in the file would otherwise reuse runs made with the old one. Only
     the settings that never change what is computed (change "free" in `TrainConfig`'s metadata: trackers, threads,
-    the sync probe, the display) may differ."""
-    from benchctl.trainers.config import settings
+    the sync probe, the display) may differ. A run that took the default learning rate must have trained at the rate
+    the cell would get now (`lr_resolved`)."""
+    from benchctl.trainers.config import build_config, resolved_lr, settings
 
-    stored, free = train_run.read_config(run), settings("free")
-    for key, want in cell.train_values().items():
+    stored, free, values = train_run.read_config(run), settings("free"), cell.train_values()
+    for key, want in values.items():
         have = stored.get(key, {}).get("value", want)
         if key not in free and have != want:
             raise BenchctlError(
                 f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
                 "use another --results folder or remove the run folder"
             )
+    have = stored.get("lr_resolved", {}).get("value")  # a default that moved (the tiny rate follows mini_batches)
+    now = have if "lr" in values or have is None else resolved_lr(build_config(flag_values=values))
+    if not math.isclose(have or 0.0, now or 0.0):
+        raise BenchctlError(
+            f"{run} was trained at lr {have:g}, an earlier default; this cell's default is now {now:g}; "
+            "use another --results folder, remove the run folder, or set lr under train:"
+        )
 
 
 def _reason(exc: BaseException, run: Path) -> str:

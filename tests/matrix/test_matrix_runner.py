@@ -189,3 +189,15 @@ def test_index_row_holds_the_cells_arm_and_its_estimators_label():
         ("ha_dw(lambda_scale=1.5)", "ha_dw(base=grpo)"),
         ("ha_dw(lambda_scale=1.5)+cispo", "ha_dw(base=grpo)"),
     ]
+
+
+def test_a_finished_run_made_at_a_default_learning_rate_that_has_since_moved_is_stale(tmp_path, fake):
+    spec = parse_matrix({**SPEC, "estimators": {"dapo": {"estimator": "grpo", "recipe": "dapo"}}})
+    cell, run = spec.cells[0], tmp_path / "runs" / spec.cells[0].name
+    record = {k: {"value": v, "source": "flag"} for k, v in cell.train_values().items()}
+    write_config(run, {**record, "lr_resolved": {"value": 3e-4, "source": "derived"}})  # before the sqrt rule
+    (run / "model").mkdir(parents=True)
+    (run / "model" / "config.json").write_text("{}")
+    runner.check_not_stale(replace(cell, train_settings=(*cell.train_settings, ("lr", 3e-4))), run)  # lr named: ok
+    with pytest.raises(BenchctlError, match=r"was trained at lr 0.0003, an earlier default; .* is now 7.5e-05"):
+        runner.check_not_stale(cell, run)  # DAPO's 16 updates a batch: 3e-4 / sqrt(16)

@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from benchctl.cli import app
 from benchctl.errors import BenchctlError
+from benchctl.results.train_run import write_config
 from benchctl.trainers import RECIPES, TrainConfig, build_config
 from benchctl.trainers.config import config_record, parse_set, read_config_file, resolved_lr, resolved_max_tokens
 
@@ -236,3 +237,18 @@ def test_what_a_resume_may_change_is_read_from_the_field_metadata_and_threads_is
     assert set(RESUMABLE_CHANGES) == set(settings("resume")) | set(settings("free"))
     run = _fake_run(tmp_path, threads=1)
     assert build_config(flag_values={"resume": str(run), "threads": 2}).threads == 2
+
+
+def test_the_tiny_default_learning_rate_follows_the_square_root_rule_in_the_mini_batch_count():
+    assert resolved_lr(TrainConfig(mini_batches=4)) == pytest.approx(1.5e-4)
+    assert resolved_lr(build_config(flag_values={"recipe": "dapo"})) == pytest.approx(7.5e-5)  # 16 updates a batch
+    assert resolved_lr(TrainConfig(mini_batches=16, lr=3e-4)) == 3e-4  # a rate given is the rate used
+    assert resolved_lr(TrainConfig(model="Qwen/Qwen2.5-Math-1.5B", mini_batches=16)) == 1e-6  # the papers' rate
+
+
+def test_a_resumed_run_keeps_the_default_learning_rate_it_started_with(tmp_path):
+    cfg = build_config(flag_values={"recipe": "dapo", "out": str(tmp_path / "run")})
+    record = config_record(cfg, lr_resolved=3e-4)  # a run started when the default was 3e-4
+    write_config(tmp_path / "run", record)
+    resumed = build_config(flag_values={"resume": str(tmp_path / "run")})
+    assert resolved_lr(resumed) == 3e-4 and resolved_lr(cfg) == pytest.approx(7.5e-5)
