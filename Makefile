@@ -73,8 +73,8 @@ $(VERL_STAMP): pyproject.toml Makefile
 # The main job on the embedded default: GRPO against Dr.GRPO, DAPO, HA-DW and DGPO on the embedded tiny model and
 # `arith` (G=8, fourteen seeds, equal rollout-token budget per cell, held-out evaluation on a token cadence; see
 # examples/demo.yaml), each cell trained then evaluated (pass@k, k up to 16), one cell per core on a local Ray
-# cluster, then the report (seed-level verdict, compute curves, run health). Within 20 minutes on a 2-core CPU. Rerunning skips finished cells and resumes
-# an interrupted one.
+# cluster, then the report (seed-level verdict, compute curves, run health): 36 min on a 2-core EPYC 7003, about 18
+# on a faster one. Rerunning skips finished cells and resumes an interrupted one.
 DEMO     ?= results/demo
 BENCHCTL := $(VENV)/bin/benchctl
 .PHONY: lab claims
