@@ -89,6 +89,7 @@ def test_generated_overrides_compose_with_verls_config_as_the_same_experiment(la
     assert config.reward.custom_reward_function.path == str((launch.folder / "reward.py").resolve())
 
 
+@pytest.mark.slow  # a subprocess imports veRL and Hydra: 11.4 s on a 2-core EPYC 7003
 def test_launch_sh_hands_the_overrides_to_verls_entry_point(launched):
     _, launch = launched
     env = {**os.environ, "PYTHON": sys.executable}
