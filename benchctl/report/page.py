@@ -61,11 +61,13 @@ _CLASSES = {  # a cell's kind (`render.Kind`) -> its CSS classes; numbers right-
 
 
 def _td(value) -> str:
-    """One cell, styled by its kind; long prose may wrap ('text')."""
+    """One cell, styled by its kind; long prose may wrap ('text'); a difference's mde goes on a line of its own, so
+    a verdict's five k fit a 1280-px screen."""
     text, kind = cell_text(value), kind_of(value)
     wrap = "text" if len(text) > 40 and kind in (Kind.TEXT, Kind.FEW, Kind.WARN) else ""
     css = " ".join(c for c in (_CLASSES[kind], wrap) if c)
-    return f"<td class='{css}'>{html.escape(text)}</td>" if css else f"<td>{html.escape(text)}</td>"
+    shown = html.escape(text).replace(" (mde ", "<br>(mde ")
+    return f"<td class='{css}'>{shown}</td>" if css else f"<td>{shown}</td>"
 
 
 def _html_table(frame: pd.DataFrame, css: str = "") -> str:

@@ -95,3 +95,15 @@ def test_report_page_renders_in_headless_chromium_with_its_table_and_every_image
     assert attrs["images-loaded"] == attrs["images"]
     assert int(attrs["table-rows"]) >= len(result.tables["main"]) + len(result.tables["verdict"]) > 0
     assert attrs["first-table-is-verdict"] == "1" and 0 < int(attrs["verdict-bottom"]) <= 1000
+
+
+def test_a_difference_cell_puts_its_mde_on_a_line_of_its_own_so_the_verdict_fits_the_screen(tmp_path):
+    cells = [
+        (f"{est}-s{seed}", train_config(est, seed), {f"q{i}": [j < (i + seed) % 5 for j in range(4)] for i in range(6)})
+        for est in ("grpo", "ha_dw")
+        for seed in (1, 2, 3)
+    ]
+    write_matrix(tmp_path / "results", cells)
+    build_report(ReportConfig(inputs=(str(tmp_path / "results"),), out=str(tmp_path / "rep"), rliable_reps=100))
+    verdict = re.search(r"<table class='verdict'>.*?</table>", (tmp_path / "rep" / "report.html").read_text()).group(0)
+    assert "<br>(mde " in verdict and " (mde " not in verdict
