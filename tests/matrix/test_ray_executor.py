@@ -17,7 +17,9 @@ SPEC = {
     "estimators": {"grpo": {}, "ha_dw": {"lambda_scale": [1.5]}},
     "group_sizes": [4],
     "seeds": [5],
-    "train": {"steps": 2, "prompts_per_step": 4, "save_every": 1},
+    # one trainer thread in both executors (a Ray task's OMP_NUM_THREADS is 1; serially it would be every core), so
+    # the bitwise comparison does not rest on 1- and 2-thread float sums giving the same update
+    "train": {"steps": 2, "prompts_per_step": 4, "save_every": 1, "threads": 1},
     "eval": {"tasks": ["arith"], "n": 4, "k": [1, 4], "limit": 8},
 }
 
