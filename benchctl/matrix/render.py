@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -78,22 +79,42 @@ def print_status(rows: Sequence[CellStatus]) -> None:
     _console().print(", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(rows)} cells")
 
 
-def progress_printer(total: int):
-    """An `on_event` callback for `run_matrix` printing one line per cell on stdout."""
-    state = {"i": 0}
+def time_left(elapsed: float, finished: int, remaining: int) -> str:
+    """`about N min left`: the remaining cells at the wall-clock rate of those finished so far (elapsed seconds since
+    the first cell started over cells finished), which counts cells running side by side (`--executor ray`) and the
+    first cells' start-up [our choice: no per-arm model; arms that cost more than the mean make it optimistic while
+    they run]. "" before any cell finished or when none remains."""
+    if finished < 1 or remaining < 1:
+        return ""
+    seconds = elapsed / finished * remaining
+    if seconds >= 60:
+        return f"about {round(seconds / 60)} min left"
+    return f"about {max(1, round(seconds))} s left"
+
+
+def progress_printer(total: int, clock=time.monotonic):
+    """An `on_event` callback for `run_matrix` printing one line per cell on stdout; a finished cell's line ends
+    with how many cells are done and the time left (`time_left`)."""
+    state = {"i": 0, "skipped": 0, "finished": 0, "t0": None}
     console = _console(soft_wrap=True)  # one line per event, also in a log file
 
     def on_event(kind: str, cell: Cell, outcome: CellOutcome | None) -> None:
         if kind == "skip":
             state["i"] += 1
+            state["skipped"] += 1
             console.print(f"[{state['i']}/{total}] {cell.name}: finished earlier, skipped")
         elif kind == "start":
             state["i"] += 1
+            state["t0"] = clock() if state["t0"] is None else state["t0"]
             console.print(f"[{state['i']}/{total}] {cell.name}: training + evaluation ...")
         elif outcome is not None:
+            state["finished"] += 1
             style = _STYLE.get(outcome.status, "")
             tail = _pass(outcome.pass_at) if outcome.status == "done" else (outcome.reason or "")
-            console.print(f"      {cell.name}: [{style}]{outcome.status}[/] in {outcome.seconds:.0f} s  {tail}")
+            done = state["skipped"] + state["finished"]
+            left = time_left(clock() - state["t0"], state["finished"], total - done)
+            where = f"  ({done}/{total} cells{', ' + left if left else ''})"
+            console.print(f"      {cell.name}: [{style}]{outcome.status}[/] in {outcome.seconds:.0f} s  {tail}{where}")
 
     return on_event
 
