@@ -79,12 +79,13 @@ def print_status(rows: Sequence[CellStatus]) -> None:
     _console().print(", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(rows)} cells")
 
 
-def time_left(elapsed: float, finished: int, remaining: int) -> str:
+def time_left(elapsed: float, finished: int, remaining: int, slots: int = 1) -> str:
     """`about N min left`: the remaining cells at the wall-clock rate of those finished so far (elapsed seconds since
-    the first cell started over cells finished), which counts cells running side by side (`--executor ray`) and the
-    first cells' start-up [our choice: no per-arm model; arms that cost more than the mean make it optimistic while
-    they run]. "" before any cell finished or when none remains."""
-    if finished < 1 or remaining < 1:
+    the first cell started over cells finished), which counts cells running side by side (`--executor ray`, `slots`
+    at a time) and their start-up [our choice: no per-arm model, so an arm dearer than the mean makes it optimistic
+    while it runs]. "" until every slot has finished a cell (the first wave alone, start-up and all, overstated the
+    14-seed demo's 33 min left as 109) and when none remains."""
+    if finished < max(1, slots) or remaining < 1:
         return ""
     seconds = elapsed / finished * remaining
     if seconds >= 60:
@@ -95,7 +96,7 @@ def time_left(elapsed: float, finished: int, remaining: int) -> str:
 def progress_printer(total: int, clock=time.monotonic):
     """An `on_event` callback for `run_matrix` printing one line per cell on stdout; a finished cell's line ends
     with how many cells are done and the time left (`time_left`)."""
-    state = {"i": 0, "skipped": 0, "finished": 0, "t0": None}
+    state = {"i": 0, "skipped": 0, "finished": 0, "t0": None, "running": 0, "slots": 0}
     console = _console(soft_wrap=True)  # one line per event, also in a log file
 
     def on_event(kind: str, cell: Cell, outcome: CellOutcome | None) -> None:
@@ -106,13 +107,16 @@ def progress_printer(total: int, clock=time.monotonic):
         elif kind == "start":
             state["i"] += 1
             state["t0"] = clock() if state["t0"] is None else state["t0"]
+            state["running"] += 1
+            state["slots"] = max(state["slots"], state["running"])  # cells side by side: the executor's width
             console.print(f"[{state['i']}/{total}] {cell.name}: training + evaluation ...")
         elif outcome is not None:
             state["finished"] += 1
+            state["running"] -= 1
             style = _STYLE.get(outcome.status, "")
             tail = _pass(outcome.pass_at) if outcome.status == "done" else (outcome.reason or "")
             done = state["skipped"] + state["finished"]
-            left = time_left(clock() - state["t0"], state["finished"], total - done)
+            left = time_left(clock() - state["t0"], state["finished"], total - done, state["slots"])
             where = f"  ({done}/{total} cells{', ' + left if left else ''})"
             console.print(f"      {cell.name}: [{style}]{outcome.status}[/] in {outcome.seconds:.0f} s  {tail}{where}")
 
