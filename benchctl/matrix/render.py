@@ -96,7 +96,7 @@ def time_left(elapsed: float, finished: int, remaining: int, slots: int = 1) -> 
 def progress_printer(total: int, clock=time.monotonic):
     """An `on_event` callback for `run_matrix` printing one line per cell on stdout; a finished cell's line ends
     with how many cells are done and the time left (`time_left`)."""
-    state = {"i": 0, "skipped": 0, "finished": 0, "t0": None, "running": 0, "slots": 0}
+    state = {"i": 0, "skipped": 0, "finished": 0, "t0": None, "slots": 0}
     console = _console(soft_wrap=True)  # one line per event, also in a log file
 
     def on_event(kind: str, cell: Cell, outcome: CellOutcome | None) -> None:
@@ -107,12 +107,11 @@ def progress_printer(total: int, clock=time.monotonic):
         elif kind == "start":
             state["i"] += 1
             state["t0"] = clock() if state["t0"] is None else state["t0"]
-            state["running"] += 1
-            state["slots"] = max(state["slots"], state["running"])  # cells side by side: the executor's width
+            running = state["i"] - state["skipped"] - state["finished"]
+            state["slots"] = max(state["slots"], running)  # cells side by side: the executor's width
             console.print(f"[{state['i']}/{total}] {cell.name}: training + evaluation ...")
         elif outcome is not None:
             state["finished"] += 1
-            state["running"] -= 1
             style = _STYLE.get(outcome.status, "")
             tail = _pass(outcome.pass_at) if outcome.status == "done" else (outcome.reason or "")
             done = state["skipped"] + state["finished"]

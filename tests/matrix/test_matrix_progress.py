@@ -16,12 +16,16 @@ def test_time_left_is_the_remaining_cells_at_the_rate_of_the_finished_ones():
     assert time_left(elapsed=600.0, finished=2, remaining=30, slots=2) == "about 150 min left"
 
 
+def _printer(total):
+    """A progress printer on a clock the test sets (`now["t"]`), and `total` cells c0, c1, ..."""
+    now = {"t": 0.0}
+    return progress_printer(total, clock=lambda: now["t"]), [SimpleNamespace(name=f"c{i}") for i in range(total)], now
+
+
 def test_two_cells_side_by_side_halve_the_time_left(capsys):
     """Four cells, two at a time, 40 s each: after the first two finish at t=40, two remain: 40 s, not 80. After
     only one of the first two, no estimate: its time holds the start-up that the later cells do not pay."""
-    now = {"t": 0.0}
-    on_event = progress_printer(4, clock=lambda: now["t"])
-    cells = [SimpleNamespace(name=f"c{i}") for i in range(4)]
+    on_event, cells, now = _printer(4)
     on_event("start", cells[0], None)
     on_event("start", cells[1], None)
     now["t"] = 40.0
@@ -33,9 +37,7 @@ def test_two_cells_side_by_side_halve_the_time_left(capsys):
 
 
 def test_cells_finished_earlier_count_as_done_but_not_in_the_rate(capsys):
-    now = {"t": 0.0}
-    on_event = progress_printer(3, clock=lambda: now["t"])
-    cells = [SimpleNamespace(name=f"c{i}") for i in range(3)]
+    on_event, cells, now = _printer(3)
     on_event("skip", cells[0], None)
     on_event("start", cells[1], None)
     now["t"] = 30.0
