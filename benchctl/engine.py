@@ -319,12 +319,11 @@ class Engine:
         self.max_model_len = self.llm.llm_engine.model_config.max_model_len
 
     def render(self, task, problem) -> str:
-        """The prompt of `problem`: the tokenizer's chat template if it has one, else `task.prompt_text`."""
-        if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(
-                task.messages(problem), tokenize=False, add_generation_prompt=True
-            )
-        return task.prompt_text(problem)
+        """The prompt of `problem`: the tokenizer's chat template if it has one, else `task.prompt_text`
+        (`benchctl.tasks.base.render_prompt`)."""
+        from benchctl.tasks.base import render_prompt
+
+        return render_prompt(self.tokenizer, task, problem)
 
     def generate(
         self,

@@ -25,8 +25,8 @@ ModelOpt = Annotated[
     str,
     typer.Option(
         "--model",
-        help="HF model folder, hub id (org/name), or benchctl run folder "
-        "(uses RUN/model/, else RUN/checkpoints/latest).",
+        help="Model name (tiny, tiny-warm, smollm2-135m), HF model folder, hub id (org/name), or benchctl run "
+        "folder (uses RUN/model/, else RUN/checkpoints/latest).",
     ),
 ]
 DataDirOpt = Annotated[str | None, typer.Option("--data-dir", envvar="BENCHCTL_DATA_DIR", help=_DATA_DIR_HELP)]

@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
     @sub.command("difficulty")
     def difficulty(
         name: Annotated[str, typer.Argument(help="task name, e.g. arith_mix (see `benchctl tasks`)")],
-        model: Annotated[str, typer.Option(help="tiny-warm, tiny (embedded), or a model/run folder")] = "tiny-warm",
+        model: Annotated[str, typer.Option(help="tiny-warm, tiny, smollm2-135m, or a model/run folder")] = "tiny-warm",
         n: Annotated[int, typer.Option("--n", min=1, help="samples per prompt")] = 64,
         prompts: Annotated[int, typer.Option(min=1, help="first N problems of the split")] = 256,
         split: Annotated[

@@ -68,7 +68,9 @@ def run_eval(config: EvalConfig, engine=None) -> EvalResult:
     tasks = [get_task(name) for name in config.tasks]  # unknown names fail before anything is written
     store.prepare_run_dir(
         out,
-        config_record(config, n_resolved=n, model_resolved=model.path, out_resolved=str(out)),
+        config_record(
+            config, n_resolved=n, model_resolved=model.path, model_source=model.source, out_resolved=str(out)
+        ),
         identity,
         config.overwrite,
     )

@@ -372,6 +372,7 @@ def prepare(cfg) -> tuple[Path, Path, list[str]]:
     derived = {
         "estimator_label": cfg.estimator,
         "model_resolved": model.path,
+        "model_source": model.source,
         "run": str(run),
         "loss_agg_resolved": loss_agg(cfg, build_estimator(cfg)),
         "max_tokens_resolved": resolved_max_tokens(cfg),

@@ -7,7 +7,8 @@ prompts, mean pass rate, fraction under `low` (all-wrong groups are likely) and 
 
 Sampling is plain torch with a KV cache [our choice: on the 2-core machine it draws 64 samples of 256 prompts in
 about 20 s, where the vLLM CPU engine took about 15x longer]. It draws from the same distribution as the trainer's
-rollouts (the untruncated softmax at temperature 1), not the same samples. Prompts are batched by token length
+rollouts (the untruncated softmax at temperature 1) on the same prompt (the chat template when the model has one),
+not the same samples. Prompts are batched by token length
 (no padding, so no attention mask is needed); the torch generator is seeded once from `seed`, so a result
 repeats on one machine for the same configuration.
 """
@@ -25,6 +26,7 @@ from benchctl.errors import BenchctlError, check_range
 from benchctl.lab.common import opt
 
 SAMPLES_PER_BATCH = 4096  # rows of one sampling batch (prompts x n) [our choice: ~0.1 s per token on 2 cores]
+KV_BUDGET_BYTES = 2 << 30  # [our choice] KV cache of one sampling batch at most (batch_rows)
 DEFAULT_MAX_TOKENS = 32  # when neither the config nor the task says
 
 
@@ -33,7 +35,7 @@ class DifficultyConfig:
     """Options of `benchctl tasks difficulty`."""
 
     task: str = opt("arith_mix", "registered task name")
-    model: str = opt("tiny-warm", "tiny-warm or tiny (embedded, built on first use), or a HF folder or run folder")
+    model: str = opt("tiny-warm", "tiny-warm, tiny or smollm2-135m (built on first use), or a HF folder or run folder")
     split: str = opt("train", "split whose prompts are measured (tasks with splits); train is what RL trains on")
     prompts: int = opt(256, "first N problems of the split")
     n: int = opt(64, "samples per prompt")
@@ -74,8 +76,7 @@ def run_difficulty(cfg: DifficultyConfig) -> DifficultyResult:
     problems = task.load(limit=cfg.prompts)
     model = resolve_model(cfg.model).path
     max_tokens = cfg.max_tokens or getattr(task, "max_new_tokens", None) or DEFAULT_MAX_TOKENS
-    prompts = [task.prompt_text(problem) for problem in problems]
-    texts, lengths = sample_completions(model, prompts, cfg.n, max_tokens, cfg.temperature, cfg.seed)
+    texts, lengths = sample_completions(model, task, problems, cfg.n, max_tokens, cfg.temperature, cfg.seed)
     verdicts = task.grade([(problem, text) for problem, group in zip(problems, texts) for text in group])
     correct = np.array([v.correct for v in verdicts], dtype=float).reshape(len(problems), cfg.n)  # (P, n)
     levels = [problem.meta.get("level", "-") for problem in problems]
@@ -122,24 +123,28 @@ def _row(level: str, rates: np.ndarray, low: float, high: float) -> dict[str, An
 
 
 def sample_completions(
-    model_dir: str, prompts: Sequence[str], n: int, max_tokens: int, temperature: float, seed: int
+    model_dir: str, task, problems: Sequence, n: int, max_tokens: int, temperature: float, seed: int
 ) -> tuple[list[list[str]], list[int]]:
-    """`n` sampled completions of each prompt (decoded, special tokens dropped) and every sample's generated
-    token count (EOS included): plain torch, KV cache, prompts batched by token length."""
+    """`n` sampled completions of each problem's prompt (`render_prompt`: the chat template when the tokenizer has
+    one, as the trainer's engine renders it; decoded, special tokens dropped) and every sample's generated token
+    count (EOS included): plain torch, KV cache, prompts batched by token length, `batch_rows` rows at a time."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from benchctl.tasks.base import render_prompt
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     generator = torch.Generator().manual_seed(seed)
+    prompts = [render_prompt(tokenizer, task, problem) for problem in problems]
     encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     by_length: dict[int, list[int]] = defaultdict(list)
     for index, ids in enumerate(encoded):
         by_length[len(ids)].append(index)
     texts: list[list[str]] = [[] for _ in prompts]
     lengths: list[int] = []
-    per_batch = max(1, SAMPLES_PER_BATCH // n)
-    for indices in by_length.values():
+    for length, indices in by_length.items():
+        per_batch = max(1, batch_rows(model.config, length + max_tokens) // n)
         for start in range(0, len(indices), per_batch):
             chunk = indices[start : start + per_batch]
             ids = torch.tensor([encoded[i] for i in chunk]).repeat_interleave(n, dim=0)  # (B, L), B = chunk x n
@@ -150,6 +155,16 @@ def sample_completions(
     return texts, lengths
 
 
+def batch_rows(config, tokens_per_row: int) -> int:
+    """Rows of one sampling batch: `SAMPLES_PER_BATCH`, fewer where their KV cache (fp32 keys and values of every
+    layer for `tokens_per_row` positions) would pass `KV_BUDGET_BYTES` (SmolLM2-135M: 46 KB a token, about 370
+    rows of 124 tokens; the tiny model: 4 KB a token, the full 4,096)."""
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    per_token = config.num_hidden_layers * 2 * kv_heads * head_dim * 4
+    return max(1, min(SAMPLES_PER_BATCH, KV_BUDGET_BYTES // (per_token * tokens_per_row)))
+
+
 def _sample_batch(model, ids, max_tokens: int, temperature: float, eos: int, generator) -> list[list[int]]:
     """Token ids generated for each row of `ids` (B, L), each cut after its first EOS."""
     import torch
@@ -158,7 +173,7 @@ def _sample_batch(model, ids, max_tokens: int, temperature: float, eos: int, gen
     out = torch.full((rows, max_tokens), eos, dtype=torch.long)  # (B, max_tokens)
     done = torch.zeros(rows, dtype=torch.bool)  # (B,)
     with torch.no_grad():
-        step = model(input_ids=ids, use_cache=True)
+        step = model(input_ids=ids, use_cache=True, logits_to_keep=1)  # the prompt's logits: last position only
         for t in range(max_tokens):
             probs = torch.softmax(step.logits[:, -1] / temperature, dim=-1)  # (B, V)
             token = torch.multinomial(probs, 1, generator=generator)[:, 0]  # (B,)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.errors import BenchctlError
-from benchctl.models.tiny import EMBEDDED_MODELS
+from benchctl.results.runs import MODEL_NAMES
 from benchctl.trainers.config import settings
 
 TOP_KEYS = ("models", "task", "estimators", "recipes", "losses", "group_sizes", "seeds", "train", "eval")
@@ -341,7 +341,7 @@ def _slug(text: str) -> str:
 
 def cell_name(cell: Cell) -> str:
     """`<model>-<label>[-<param>=<value>...][-<recipe>]-G<G>-s<seed>` (sanitised to [A-Za-z0-9_.=+-])."""
-    model = cell.model if cell.model in EMBEDDED_MODELS else Path(cell.model.rstrip("/")).name
+    model = cell.model if cell.model in MODEL_NAMES else Path(cell.model.rstrip("/")).name
     parts = [model, cell.label, *(f"{k}={_text(v)}" for k, v in (*cell.params, *cell.swept))]
     parts += [] if cell.loss is None else [cell.loss]
     if cell.recipe is not None and cell.recipe != cell.label:

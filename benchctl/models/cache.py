@@ -1,10 +1,11 @@
-"""Build-once cache of tiny models, safe for concurrent test processes.
+"""Build-once cache of the embedded models, safe for concurrent test processes.
 
 `cached_tiny_model(sft_steps=100, seed=0)` returns `<cache>/tiny-<key>`, building it on first use. The key is a
 hash of every `TinyModelConfig` field plus `BUILDER_VERSION`, so a change of parameters or of the builder gives a
 new folder. `<cache>` is `$BENCHCTL_CACHE_DIR`, else `~/.cache/benchctl` [our choice: outside the repo, shared by
 worktrees and CI steps]. An exclusive `fcntl.flock` on `tiny-<key>.lock` serialises builders; the model is built
-in a temporary folder and renamed into place, so a reader never sees a half-written model.
+in a temporary folder and renamed into place, so a reader never sees a half-written model (`build_once`, which
+`benchctl.models.smollm2` shares for its converted GGUF).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -40,18 +42,27 @@ def cached_tiny_model(*, cache_dir: Path | str | None = None, config: TinyModelC
     """Folder of the tiny model for these parameters, built now (under a file lock) if not cached yet."""
     cfg = resolve_config(config, options)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / f"tiny-{tiny_model_key(cfg)}"
-    if (target / INFO_FILE).is_file():
+    return build_once(
+        root / f"tiny-{tiny_model_key(cfg)}", lambda scratch: build_tiny_model(scratch, config=cfg), INFO_FILE
+    )
+
+
+def build_once(target: Path, build: Callable[[Path], object], done_file: str) -> Path:
+    """`target`, built by `build(scratch)` into a temporary sibling folder and renamed into place unless
+    `target/done_file` already exists. An exclusive `fcntl.flock` on `<target>.lock` serialises builders across
+    processes; a build that raises leaves nothing behind (the scratch folder is removed), and a half-built leftover
+    without `done_file` is replaced."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if (target / done_file).is_file():
         return target
-    with open(root / f"{target.name}.lock", "w") as lock:
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if (target / INFO_FILE).is_file():  # another process built it while we waited
+        if (target / done_file).is_file():  # another process built it while we waited
             return target
-        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
+        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
         try:
-            build_tiny_model(scratch, config=cfg)
-            if target.exists():  # a half-built leftover without INFO_FILE
+            build(scratch)
+            if target.exists():  # a half-built leftover without done_file
                 shutil.rmtree(target)
             scratch.rename(target)
         finally:

@@ -7,6 +7,7 @@ verdicts = task.grade([(problems[0], completion)])
 
 # Importing the modules registers the built-in tasks.
 from benchctl.tasks import arith as _arith  # noqa: E402,F401
+from benchctl.tasks import arith_chat as _arith_chat  # noqa: E402,F401
 from benchctl.tasks import arith_mix as _arith_mix  # noqa: E402,F401
 from benchctl.tasks import math_tasks as _math_tasks  # noqa: E402,F401
 from benchctl.tasks import mbpp as _mbpp  # noqa: E402,F401

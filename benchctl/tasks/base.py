@@ -97,6 +97,15 @@ class Task(abc.ABC):
             return sum(1 for line in fh if line.strip())
 
 
+def render_prompt(tokenizer, task: Task, problem: Problem) -> str:
+    """The prompt a model is given for `problem`: the tokenizer's chat template applied to `task.messages` (with the
+    assistant turn opened) when the tokenizer has one, else `task.prompt_text`. Every sampler uses it (the engine,
+    `benchctl tasks difficulty`), so a chat model is measured on the prompt it is trained and evaluated on."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(task.messages(problem), tokenize=False, add_generation_prompt=True)
+    return task.prompt_text(problem)
+
+
 def normalise_question(text: str) -> str:
     """Whitespace-normalised question text: a question's identity for splits and overlap checks."""
     return " ".join(text.split())

