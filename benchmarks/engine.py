@@ -1,11 +1,12 @@
 """Eval-style generation throughput: `Engine.generate` against bare `vllm.LLM.generate` (benchmark 9c).
 
 Both sides use the same in-process `LLM` object (so model, KV cache and compilation state are identical), the same
-prompts and the same per-prompt `vllm.SamplingParams` (seeds included), on the cached tiny model with
-200 arith test prompts x n=16 by default. The benchctl side does what an eval does: render each problem with
-`Engine.render`, generate with the rich progress bar on, and collect `Sample` objects; the bare side calls
-`LLM.generate(prompts, params, use_tqdm=False)` and keeps the `RequestOutput`s. The bar is drawn live (rich is
-told the terminal is interactive) even when stderr is redirected. Repeats interleave the two
+prompts (rendered with the model's chat template when it has one) and the same per-prompt `vllm.SamplingParams`
+(seeds included), on the cached tiny model with 200 arith test prompts x n=16 by default, or any `--model` and
+`--task`. The benchctl side does what an eval does: render each problem with `Engine.render`, generate with the rich
+progress bar on, and collect `Sample` objects; the bare side calls `LLM.generate(prompts, params, use_tqdm=False)`
+on the same text rendered beforehand and keeps the `RequestOutput`s. The bar is drawn live (rich is told the
+terminal is interactive) even when stderr is redirected. Repeats interleave the two
 (alternating which goes first) so load from other processes hits both alike; medians of wall time and of this
 process's CPU time are reported. Target: benchctl/bare <= 1.10 (exit code 1 when the CPU-time ratio misses it).
 
@@ -13,6 +14,8 @@ process's CPU time are reported. Target: benchctl/bare <= 1.10 (exit code 1 when
 T=0.6) and the fraction of mixed groups (some right, some wrong), plus the model's build time.
 
     .venv/bin/python benchmarks/engine.py [--prompts 200] [--n 16] [--repeats 15] [--accuracy]
+    .venv/bin/python benchmarks/engine.py --model smollm2-135m --task gsm8k --data-dir ../shared/benchmarks \
+        --prompts 32 --n 4 --max-tokens 256 --repeats 3     # a real chat model on a real benchmark
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from benchctl.engine import Engine, SamplingConfig, prompt_seed
-from benchctl.models import cached_tiny_model
 from benchctl.models.tiny import INFO_FILE
+from benchctl.results.runs import resolve_model
 from benchctl.tasks import get_task
 
 TARGET = 1.10
@@ -62,7 +66,7 @@ def timed(fn) -> tuple[float, float, object]:
 
 def compare(engine: Engine, task, problems, sampling: SamplingConfig, repeats: int) -> dict:
     """Interleaved repeats of both sides; returns per-side lists of wall/CPU seconds and generated tokens."""
-    prompts = [task.prompt_text(p) for p in problems]
+    prompts = [engine.render(task, p) for p in problems]  # the same text (chat template included), rendered untimed
     params = bare_params(sampling, len(prompts))
 
     def bare():
@@ -107,18 +111,28 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--accuracy", action="store_true")
+    parser.add_argument("--model", default="tiny", help="a --model name or folder (tiny, smollm2-135m, ...)")
+    parser.add_argument("--task", default="arith")
+    parser.add_argument("--data-dir", default=None, help="benchmark files (tasks read from disk)")
+    parser.add_argument("--max-tokens", type=int, default=SamplingConfig.max_tokens)
     args = parser.parse_args()
     console = Console()
-    model = cached_tiny_model()
-    info = json.loads((model / INFO_FILE).read_text())
-    wall, cpu, engine = timed(lambda: Engine(model, kv_cache_gib=0.5))
-    console.print(
-        f"tiny model {model.name}: {info['parameters']:,} parameters, SFT {info['sft/steps']} steps, "
-        f"built in {info['build_seconds']:.1f} s; engine start {wall:.1f} s"
-    )
-    task = get_task("arith")
-    runs = compare(engine, task, task.load(limit=args.prompts), SamplingConfig(n=args.n), args.repeats)
-    table = Table(title=f"{args.prompts} arith prompts x n={args.n}, median of {args.repeats} interleaved repeats")
+    resolved = resolve_model(args.model)
+    wall, cpu, engine = timed(lambda: Engine(resolved.path, kv_cache_gib=0.5 if resolved.kind == "tiny" else None))
+    info_file = Path(resolved.path) / INFO_FILE
+    if info_file.is_file():
+        info = json.loads(info_file.read_text())
+        what = (
+            f"{info['parameters']:,} parameters, SFT {info['sft/steps']} steps, built in {info['build_seconds']:.1f} s"
+        )
+    else:
+        what = (resolved.source or {}).get("weights", resolved.kind)
+    console.print(f"{args.model} ({Path(resolved.path).name}): {what}; engine start {wall:.1f} s")
+    task = get_task(args.task)
+    sampling = SamplingConfig(n=args.n, max_tokens=args.max_tokens)
+    runs = compare(engine, task, task.load(args.data_dir, limit=args.prompts), sampling, args.repeats)
+    title = f"{args.prompts} {args.task} prompts x n={args.n}, median of {args.repeats} interleaved repeats"
+    table = Table(title=title)
     for col in ("side", "wall s", "cpu s", "samples/s (wall)", "tokens/s (wall)"):
         table.add_column(col, justify="right")
     med = {k: {m: statistics.median(v[m]) for m in ("wall", "cpu")} for k, v in runs.items()}

@@ -35,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_vs_trl import WORKLOADS, Workload, model_path  # noqa: E402 - the same two workloads
+from train_vs_trl import WORKLOADS, Workload, model_path  # noqa: E402 - the same workloads
 
 TARGET = 1.3
 
@@ -49,7 +49,7 @@ class Floor:
         from benchctl.trainers.weights import load_policy
 
         self.w, self.steps, self.engine, self.seed = w, steps, engine, seed
-        self.task = train_task("arith")
+        self.task = train_task(w.task)
         self.problems = self.task.load(None)
         self.model = load_policy(model, "cpu")
         self.threads = default_threads()
@@ -128,7 +128,7 @@ def run_workload(w: Workload, steps: int) -> tuple[list[dict], Floor, object]:
         cfg = build_config(
             flag_values={
                 "model": model,
-                "task": "arith",
+                "task": w.task,
                 "group_size": w.group,
                 "prompts_per_step": w.prompts,
                 "steps": steps,

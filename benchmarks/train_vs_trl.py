@@ -1,14 +1,16 @@
 """Step time and phase breakdown of `benchctl train` against TRL's `GRPOTrainer` (benchmark 8a, 8c).
 
-Same model, task (arith train split), G, prompts per step, max new tokens, learning rate, temperature 1.0,
-top-p 1.0, no KL, clip 0.2/0.2, gradient clipping 1.0, constant learning rate, GRPO advantages and the same
-loss aggregation (benchctl's grpo default seq-mean-token-mean = TRL `loss_type="grpo"`). Two workloads:
+Same model, task (the train split of arith; of arith_chat for smollm2), G, prompts per step, max new tokens, learning
+rate, temperature 1.0, top-p 1.0, no KL, clip 0.2/0.2, gradient clipping 1.0, constant learning rate, GRPO advantages
+and the same loss aggregation (benchctl's grpo default seq-mean-token-mean = TRL `loss_type="grpo"`). Workloads:
 
     tiny   the embedded tiny model (0.8M parameters), 8 prompts x G=8, 8 new tokens, lr 5e-4
     25m    a locally built ~25M-parameter model (`benchctl.models.tiny` builder: width 512, 8 layers, 16/8 heads,
            MLP 1536: 25.3M parameters; warm start: 400 SFT steps of 32 sequences at lr 1e-3, built once into the
            benchctl cache, about 5-15 min on 2 CPU cores), so that groups are mostly mixed,
            16 prompts x G=8, up to 64 new tokens, lr 1e-5
+    smollm2    SmolLM2-135M-Instruct (`--model smollm2-135m`, 134.5M parameters, fp32) on arith_chat, its chat
+           template applied by both sides (TRL's conversational prompts), 8 prompts x G=8, up to 64 new tokens, lr 1e-6
 
 TRL runs its fastest working configuration on this CPU: fp32 (bf16=False), gradient_checkpointing=False,
 use_vllm=False (plain `transformers` generate, the only generation backend that works here without a GPU
@@ -23,7 +25,7 @@ waits, then B runs one while A waits, alternating which goes first; load from ot
 both alike and the two never compete for the cores. The first `--warmup` steps of each side are left out;
 medians over the rest. Printed: per-phase medians, step-time ratio TRL/benchctl, the ACR (fraction of
 degenerate groups) of both sides, and weight sync as a fraction of benchctl's step time (target < 5%).
-Targets: >= 2x faster on 25m, not slower on tiny (exit code 1 when a ratio misses).
+Targets: >= 2x faster on 25m and smollm2, not slower on tiny (exit code 1 when a ratio misses).
 
     .venv/bin/pip install trl   # for this benchmark only; not a benchctl dependency
     .venv/bin/python benchmarks/train_vs_trl.py [--workloads tiny,25m] [--steps 12] [--warmup 2] [--quick]
@@ -61,6 +63,8 @@ class Workload:
     lr: float
     model_options: dict  # benchctl.models.cached_tiny_model options ({} = the embedded default)
     target: float  # TRL step time / benchctl step time must be >= this
+    model: str | None = None  # a --model name (smollm2-135m) instead of a tiny build
+    task: str = "arith"  # trained on its train split by both sides
 
 
 BIG = dict(
@@ -73,14 +77,33 @@ BIG = dict(
     batch_size=32,
     lr=1e-3,
 )
-WORKLOADS = {"tiny": Workload("tiny", 8, 8, 8, 5e-4, {}, 1.0), "25m": Workload("25m", 16, 8, 64, 1e-5, BIG, 2.0)}
+WORKLOADS = {
+    "tiny": Workload("tiny", 8, 8, 8, 5e-4, {}, 1.0),
+    "25m": Workload("25m", 16, 8, 64, 1e-5, BIG, 2.0),
+    "smollm2": Workload("smollm2", 8, 8, 64, 1e-6, {}, 2.0, model="smollm2-135m", task="arith_chat"),
+}
 
 
 def model_path(w: Workload) -> str:
-    """The workload's model folder (built into the benchctl cache on first use)."""
+    """The workload's model folder (built or converted into the benchctl cache on first use)."""
     from benchctl.models import cached_tiny_model
+    from benchctl.results.runs import resolve_model
 
-    return str(cached_tiny_model(**w.model_options))
+    return resolve_model(w.model).path if w.model else str(cached_tiny_model(**w.model_options))
+
+
+def describe(w: Workload) -> str:
+    """One line on the workload's model: parameters and warm start (tiny builds) or source (a named model)."""
+    if w.model:
+        from benchctl.results.runs import resolve_model
+
+        source = resolve_model(w.model).source or {}
+        return f"{w.model}: {source.get('source', '?')} {source.get('file', '')} ({source.get('weights', '')})"
+    info = json.loads((Path(model_path(w)) / INFO_FILE).read_text())
+    return (
+        f"{w.name}: {info['parameters']:,} parameters, SFT warm start {info['sft/steps']} steps "
+        f"(last loss {info['sft/last_loss']:.3f}, built once in {info['build_seconds']:.0f} s)"
+    )
 
 
 # ---- benchctl side ----------------------------------------------------------------------------------------
@@ -117,7 +140,7 @@ def benchctl_worker(spec: dict, conn) -> None:
         cfg = build_config(
             flag_values={
                 "model": spec["model"],
-                "task": "arith",
+                "task": w.task,
                 "group_size": w.group,
                 "prompts_per_step": w.prompts,
                 "steps": steps,
@@ -163,12 +186,16 @@ def trl_worker(spec: dict, conn) -> None:
         events.append((self.name.split(".", 1)[-1], end - duration, end))
 
     profiling.ProfilingContext._log_metrics = record
-    task = get_task("arith", split="train")
+    task = get_task(w.task, split="train")
     problems = {p.id: p for p in task.load()}
-    data = Dataset.from_list([{"prompt": task.prompt_text(p), "pid": p.id} for p in problems.values()])
+    tokenizer = AutoTokenizer.from_pretrained(spec["model"])
+    chat = bool(getattr(tokenizer, "chat_template", None))  # TRL's conversational format: it applies the template
+    prompt = task.messages if chat else task.prompt_text
+    data = Dataset.from_list([{"prompt": prompt(p), "pid": p.id} for p in problems.values()])
 
     def reward(prompts, completions, pid, **_):
-        return [float(v.correct) for v in task.grade([(problems[i], c) for i, c in zip(pid, completions)])]
+        texts = [c[-1]["content"] if chat else c for c in completions]
+        return [float(v.correct) for v in task.grade([(problems[i], c) for i, c in zip(pid, texts)])]
 
     rows: list[dict] = []
 
@@ -221,7 +248,6 @@ def trl_worker(spec: dict, conn) -> None:
         log_level="error",
     )
     model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(spec["model"])
     trainer = GRPOTrainer(
         model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tokenizer, callbacks=[Gate()]
     )
@@ -345,11 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         w = WORKLOADS[name]
         begin = time.perf_counter()
-        info = json.loads((Path(model_path(w)) / INFO_FILE).read_text())
-        console.print(
-            f"{name}: {info['parameters']:,} parameters, SFT warm start {info['sft/steps']} steps "
-            f"(last loss {info['sft/last_loss']:.3f}, built once in {info['build_seconds']:.0f} s)"
-        )
+        console.print(describe(w))
         results = run_pair(w, steps)
         ratio, _ = report(console, w, results, warmup)
         console.print(f"({name}: {time.perf_counter() - begin:.0f} s incl. start-up of both sides)")
