@@ -153,13 +153,7 @@ class ArithStepsTask(ArithTask):
         return None if span is None else completion[span[0] : span[1]]
 
     def answer_span(self, completion: str) -> tuple[int, int] | None:
-        box = last_box_span(completion)
-        if box is not None or "\\boxed" in completion:
-            return box
-        last = None
-        for last in _AFTER_EQUALS.finditer(completion):  # noqa: B007 - the last match is wanted
-            pass
-        return last.span(1) if last else None
+        return box_or_last_span(completion, _AFTER_EQUALS)
 
 
 @register_task("arith_val")
@@ -178,6 +172,18 @@ class ArithStepsValidationTask(ArithStepsTask):
     description = "arith_steps' validation split (disjoint from train and test): pick settings here"
     held_out_task = None
     default_split = "validation"
+
+
+def box_or_last_span(completion: str, pattern: re.Pattern) -> tuple[int, int] | None:
+    """The last box's contents when the completion has a `\\boxed` (None when that box is empty or unbalanced), else
+    group 1 of `pattern`'s last match (None without one)."""
+    box = last_box_span(completion)
+    if box is not None or "\\boxed" in completion:
+        return box
+    last = None
+    for last in pattern.finditer(completion):  # noqa: B007 - the last match is wanted
+        pass
+    return last.span(1) if last else None
 
 
 def grade_integer(gold: str, extracted: str | None) -> Verdict:

@@ -27,12 +27,12 @@ from pathlib import Path
 
 from benchctl.errors import BenchctlError, check_range
 from benchctl.grading.verdict import Verdict
-from benchctl.tasks.arith import SPLITS, grade_integer, split_of
-from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, Task, last_box_span, register_task
+from benchctl.tasks.arith import SPLITS, ArithStepsTask, box_or_last_span, grade_integer, split_of
+from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, Task, register_task
 
 OPERATIONS = {"+": ("sum", "+", lambda a, b: a + b), "*": ("product", "times", lambda a, b: a * b)}
 INSTRUCTION = "Put your final answer within \\boxed{}."
-_INT = re.compile(r"[-+]?\d+")
+_INT = re.compile(r"([-+]?\d+)")
 
 
 @dataclass(frozen=True)
@@ -101,19 +101,11 @@ class ArithChatTask(Task):
                 return f"What is {a} {word} {b}? {INSTRUCTION}"
         raise BenchctlError(f"arith_chat question {problem.question!r} has no operation")
 
-    def extract(self, completion: str) -> str | None:
-        span = self.answer_span(completion)
-        return None if span is None else completion[span[0] : span[1]]
+    extract = ArithStepsTask.extract  # the text at answer_span
 
     def answer_span(self, completion: str) -> tuple[int, int] | None:
         """The last box's contents when there is a box, else the last integer in the completion."""
-        box = last_box_span(completion)
-        if box is not None or "\\boxed" in completion:
-            return box
-        last = None
-        for last in _INT.finditer(completion):  # noqa: B007 - the last match is wanted
-            pass
-        return last.span() if last else None
+        return box_or_last_span(completion, _INT)
 
     def grade(
         self, items: Sequence[tuple[Problem, str]], *, workers: int | None = None, timeout: float = DEFAULT_TIMEOUT
