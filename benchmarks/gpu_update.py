@@ -55,7 +55,11 @@ def save_random_model(name: str, folder: str, device: str) -> int:
     with torch.device(device):
         model = model_cls(config).float()
     model.save_pretrained(folder)
-    return sum(p.numel() for p in model.parameters())
+    params = sum(p.numel() for p in model.parameters())
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()  # the children measure the GPU: this process keeps none of it
+    return params
 
 
 def rollout_batch(spec: dict, device: str):
@@ -174,6 +178,7 @@ def main() -> None:
     parser.add_argument("--completion", type=int, default=1024)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--lr", type=float, default=1e-6)
+    parser.add_argument("--micro-batch-tokens", default=None, help="comma list: these budgets only (bf16, no KL)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     if args.child:
@@ -190,6 +195,9 @@ def main() -> None:
         "smollm2-135m": [(4096, "auto", 0.0, True), (None, "auto", 0.0, False)],
         "small": [(512, "auto", 0.0, True), (None, "auto", 0.0, False)],
     }  # fmt: skip
+    if args.micro_batch_tokens:
+        budgets = [None if x == "none" else int(x) for x in args.micro_batch_tokens.split(",")]
+        settings = {name: [(b, "auto", 0.0, False) for b in budgets] for name in settings}
     results = []
     for name in args.models.split(","):
         with tempfile.TemporaryDirectory() as folder:
