@@ -65,6 +65,7 @@ class Workload:
     target: float  # TRL step time / benchctl step time must be >= this
     model: str | None = None  # a --model name (smollm2-135m) instead of a tiny build
     task: str = "arith"  # trained on its train split by both sides
+    trl_accumulation: int = 1  # TRL micro-batches per optimizer step (same update, 1/k of the activations)
 
 
 BIG = dict(
@@ -80,7 +81,9 @@ BIG = dict(
 WORKLOADS = {
     "tiny": Workload("tiny", 8, 8, 8, 5e-4, {}, 1.0),
     "25m": Workload("25m", 16, 8, 64, 1e-5, BIG, 2.0),
-    "smollm2": Workload("smollm2", 8, 8, 64, 1e-6, {}, 2.0, model="smollm2-135m", task="arith_chat"),
+    "smollm2": Workload(
+        "smollm2", 8, 8, 64, 1e-6, {}, 2.0, model="smollm2-135m", task="arith_chat", trl_accumulation=4
+    ),
 }
 
 
@@ -221,8 +224,8 @@ def trl_worker(spec: dict, conn) -> None:
         fp16=False,
         gradient_checkpointing=False,
         use_vllm=False,
-        per_device_train_batch_size=w.prompts * w.group,
-        gradient_accumulation_steps=1,
+        per_device_train_batch_size=w.prompts * w.group // w.trl_accumulation,
+        gradient_accumulation_steps=w.trl_accumulation,  # one generation batch of prompts x G per optimizer step
         num_generations=w.group,
         max_completion_length=w.max_tokens,
         learning_rate=w.lr,
@@ -286,8 +289,24 @@ def trl_phases(events: list[tuple[str, float, float]], total: float, metrics: di
 # ---- driver -----------------------------------------------------------------------------------------------
 
 
+class WorkerDied(RuntimeError):
+    """A side's process ended without its result (killed, out of memory, a crash)."""
+
+
+def _receive(name: str, proc, conn):
+    """The next message from side `name`; WorkerDied when its process is gone (the pipe's far end closes with it)."""
+    try:
+        return conn.recv()
+    except EOFError:
+        proc.join(timeout=10)
+        code = proc.exitcode
+        why = "killed by SIGKILL: out of memory?" if code == -9 else f"exit code {code}"
+        raise WorkerDied(f"the {name} worker died ({why}); no result for this workload") from None
+
+
 def run_pair(w: Workload, steps: int) -> dict[str, list[dict]]:
-    """Both sides on workload `w`, gated step by step; returns per-side metric rows (one per step)."""
+    """Both sides on workload `w`, gated step by step; returns per-side metric rows (one per step). Raises
+    WorkerDied, after stopping the other side, when either process dies."""
     ctx = mp.get_context("spawn")
     spec = {"workload": asdict(w), "model": model_path(w), "steps": steps}
     sides = {}
@@ -295,26 +314,32 @@ def run_pair(w: Workload, steps: int) -> dict[str, list[dict]]:
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=target, args=(spec, child), daemon=True)
         proc.start()
+        child.close()  # the child's end lives in the child only: its death reads as EOF here, not a hang
         sides[name] = (proc, parent)
-    for name, (_proc, conn) in sides.items():  # both set up (concurrently), then wait at the gate
-        kind, _ = conn.recv()
-        assert kind == "ready", (name, kind)
-    results: dict[str, list[dict]] = {}
-    for step in range(steps + 1):  # the extra round collects the final "done" messages
-        order = list(sides) if step % 2 == 0 else list(sides)[::-1]
-        for name in order:
-            proc, conn = sides[name]
-            if name in results:
-                continue
-            conn.send("go")
-            kind, payload = conn.recv()
-            if kind == "done":
-                results[name] = payload
-    for name, (proc, conn) in sides.items():
-        if name not in results:
-            conn.send("go")
-            results[name] = conn.recv()[1]
-        proc.join(timeout=120)
+    try:
+        for name, (proc, conn) in sides.items():  # both set up (concurrently), then wait at the gate
+            kind, _ = _receive(name, proc, conn)
+            assert kind == "ready", (name, kind)
+        results: dict[str, list[dict]] = {}
+        for step in range(steps + 1):  # the extra round collects the final "done" messages
+            order = list(sides) if step % 2 == 0 else list(sides)[::-1]
+            for name in order:
+                proc, conn = sides[name]
+                if name in results:
+                    continue
+                conn.send("go")
+                kind, payload = _receive(name, proc, conn)
+                if kind == "done":
+                    results[name] = payload
+        for name, (proc, conn) in sides.items():
+            if name not in results:
+                conn.send("go")
+                results[name] = _receive(name, proc, conn)[1]
+            proc.join(timeout=120)
+    except (WorkerDied, BrokenPipeError):
+        for proc, _ in sides.values():
+            proc.kill()
+        raise
     return results
 
 
@@ -372,7 +397,12 @@ def main(argv: list[str] | None = None) -> int:
         w = WORKLOADS[name]
         begin = time.perf_counter()
         console.print(describe(w))
-        results = run_pair(w, steps)
+        try:
+            results = run_pair(w, steps)
+        except WorkerDied as err:
+            console.print(f"[red]{name}: {err}[/red]")
+            missed.append(name)
+            continue
         ratio, _ = report(console, w, results, warmup)
         console.print(f"({name}: {time.perf_counter() - begin:.0f} s incl. start-up of both sides)")
         missed += [] if ratio >= w.target else [name]
