@@ -86,7 +86,10 @@ def luspo(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, para
     Formula: l_it = |o_i| x GSPO's l_it; with seq-mean-token-mean the loss is (1/N) sum_i sum_t GSPO's l_it
     Shapes: (N, T) tensors -> loss 0-d; metrics as gspo.
     Deviations: [our choice] the length factor is part of the per-token loss, so another aggregation composes
-    with it; seq-mean-token-mean (the default) is TRL's `(per_token_loss * mask).sum(-1).mean()`.
+    with it; seq-mean-token-mean (the default) is TRL's `(per_token_loss * mask).sum(-1).mean()`. With a KL term
+    (kl_coef > 0) the k3 KL is aggregated as for every loss, with the loss's aggregation (a row mean here), not
+    length-scaled; TRL 1.16 adds beta x KL to the per-token loss before that row sum, so its KL term is
+    (beta/N) sum_i sum_t kl_it, ours (beta/N) sum_i mean_t kl_it (equal without KL).
     """
     per_token, low, high = _gspo_per_token(log_prob, old_log_prob, advantages, response_mask, params)
     per_token = per_token * lengths(response_mask, per_token.dtype)  # (N, T)

@@ -52,7 +52,11 @@ class DppoParams:
     clip_high: float = hp(
         0.2, "divergence bound for A > 0 tokens (veRL: the actor's clip_ratio, 0.2) [our choice]; > 0"
     )
-    c: float = hp(20.0, "truncation of the detached ratio (DPPO §5.4 truncated IS; veRL clip_ratio_c default 20); > 0")
+    c: float = hp(
+        20.0,
+        "truncation of the detached ratio (DPPO §5.4 truncated IS, a large threshold; veRL's DPPO code falls back to "
+        "20 only without a clip_ratio_c, and its actor config sets 3.0); > 0",
+    )
 
     def __post_init__(self) -> None:
         number("clip_low", self.clip_low, 0.0, low_open=True)

@@ -134,3 +134,22 @@ def test_sapo_differs_from_trl_only_by_trls_float32_temperature():
     want = trl_value_and_grad("sapo", logp, old, adv, mask)
     exact = ours_value_and_grad("sapo", "seq-mean-token-mean", logp, old, adv, mask)  # tau_neg = 1.05 in fp64
     assert 1e-10 < float((exact[0] - want[0]).abs() / want[0].abs()) < 1e-6
+
+
+def test_luspo_kl_term_is_a_row_mean_where_trl_sums_the_row():
+    """With a KL term TRL's luspo sums each row's k3 KL before the mean over rows; benchctl aggregates the KL with the
+    loss's aggregation (seq-mean-token-mean: a row mean), as for every loss. The values differ by exactly
+    (beta/N) sum_i (sum_t kl_it - mean_t kl_it), the documented deviation, and by nothing else."""
+    from benchctl.trainers.losses import k3_kl
+
+    beta = 0.04
+    for seed in range(3):
+        logp, old, adv, mask, ref = batch(seed, token_adv=False)
+        want = trl_value_and_grad("luspo", logp, old, adv, mask, ref, level="sequence", beta=beta)
+        got = ours_value_and_grad("luspo", "seq-mean-token-mean", logp, old, adv, mask, ref, beta=beta,
+                                  clip_low=0.2, clip_high=0.28)  # fmt: skip
+        kl = k3_kl(logp, ref) * mask  # (N, T)
+        row_sum = kl.sum(-1)
+        gap = beta * (row_sum - row_sum / mask.sum(-1)).mean()
+        assert float(gap) > 1e-3  # the KL term differs visibly ...
+        torch.testing.assert_close(want[0] - got[0], gap, **FP64)  # ... and only by the KL's aggregation

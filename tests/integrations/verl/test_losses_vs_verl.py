@@ -117,6 +117,23 @@ def test_loss_equals_verls_value_and_gradient(name, params, loss_mode, cfg_kw, a
         compare(name, params, loss_mode, cfg_kw, agg, seed, tol)
 
 
+@pytest.mark.parametrize("name", ["dppo_tv", "dppo_kl"])
+def test_dppo_default_truncation_is_the_dppo_codes_fallback_not_the_actor_configs(name):
+    """benchctl's DPPO `c` defaults to 20, what veRL's DPPO losses read when the config has no clip_ratio_c (DPPO
+    §5.4: a large threshold); veRL's ActorConfig sets 3.0 (dual-clip PPO's bound), so a veRL run of DPPO truncates at
+    3 unless it sets actor.clip_ratio_c=20. Given 20, veRL equals benchctl's defaults."""
+    import dataclasses
+    import inspect
+
+    from benchctl.losses.trust import DppoParams
+
+    assert DppoParams().c == 20.0
+    assert {f.name: f.default for f in dataclasses.fields(ActorConfig)}["clip_ratio_c"] == 3.0
+    source = inspect.getsource(getattr(core_algos, f"compute_policy_loss_{name}"))
+    assert 'config.get("clip_ratio_c", 20.0)' in source
+    compare(name, {}, name, {"clip": (0.2, 0.2), "c": 20.0}, "token-mean", 0)
+
+
 @pytest.mark.parametrize("agg", AGGS)
 def test_gspo_equals_verls_gspo_when_advantages_are_constant_over_a_row(agg):
     tol = EPS8 if agg == "seq-mean-token-mean" else FP64
