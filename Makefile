@@ -42,7 +42,7 @@ TEST_RESULTS ?= .test-results
 test: venv
 	@rm -rf $(TEST_RESULTS) && mkdir -p $(TEST_RESULTS)
 	@$(MAKE) --no-print-directory lint; echo $$? > $(TEST_RESULTS)/lint.rc
-	@$(PY) -m pytest -q --junitxml=$(TEST_RESULTS)/main.xml $(PYTEST_ARGS); echo $$? > $(TEST_RESULTS)/main.rc
+	@$(PY) -m pytest -q --durations=15 --junitxml=$(TEST_RESULTS)/main.xml $(PYTEST_ARGS); echo $$? > $(TEST_RESULTS)/main.rc
 	@$(MAKE) --no-print-directory venv-verl \
 		|| echo "verl==0.9.1 could not be installed into $(VERL_VENV): pip's error above" > $(TEST_RESULTS)/verl.skipped
 	@if test -f $(VERL_STAMP); then \

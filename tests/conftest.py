@@ -8,6 +8,12 @@
   MBPP reference). Looked for in `$BENCHCTL_DATA_DIR`, then `shared/benchmarks` beside the checkout (the project
   layout, and CI's); when neither holds them the test is skipped with a reason that says where to put them.
 
+Models: at the start of a session the cached models the suite loads (`tiny`, `tiny-warm`, `smollm2-135m`) are built
+or found in one child process (`prebuild_models`), before any test starts a vLLM engine: a build inside the pytest
+process after an engine ran shares the cores with the OpenMP threads the engine leaves spinning (the 800-step
+`tiny-warm` SFT took over 25 minutes there, about 2 minutes alone). Where they are cached already this costs the
+child's start (a few seconds); a model that cannot be built (the smollm2 extra missing) is left to its tests.
+
 Markers (pyproject.toml): `slow` (over ~10 s on the 2-core CPU machine) and `vllm` (starts a vLLM engine or a
 training run); `make test-fast` deselects both. A test that asks for the `engine` fixture is marked `vllm` here. At the
 end of every session the terminal summary names the unmarked tests whose call took over `SLOW_SECONDS`, so the
@@ -18,6 +24,8 @@ machine's, so the default only names them).
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,6 +85,31 @@ def chat_model(tmp_path_factory) -> Path:
     config = json.loads((folder / "tokenizer_config.json").read_text())
     (folder / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": CHAT_TEMPLATE}))
     return folder
+
+
+PREBUILT_MODELS = ("tiny", "tiny-warm", "smollm2-135m")
+
+
+def prebuild_models(names=PREBUILT_MODELS) -> None:
+    """Build (or find) each cached model in a fresh child process, one after another, printing what it did."""
+    code = (
+        "import sys, time\n"
+        "from benchctl.results.runs import resolve_model\n"
+        "for name in sys.argv[1:]:\n"
+        "    start = time.perf_counter()\n"
+        "    try:\n"
+        "        resolve_model(name)\n"
+        "    except Exception as err:  # its own tests report it\n"
+        "        print(f'{name}: not built ({type(err).__name__}: {err})', flush=True)\n"
+        "        continue\n"
+        "    print(f'{name}: ready in {time.perf_counter() - start:.0f} s', flush=True)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, *names], check=False)
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller only (pytest-xdist workers inherit the cache)
+        prebuild_models()
 
 
 SLOW_SECONDS = 10.0
