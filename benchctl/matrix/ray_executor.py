@@ -13,15 +13,19 @@ Ray is already initialised in this process or RAY_ADDRESS names one; "auto" join
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from benchctl.errors import BenchctlError
+from benchctl.matrix.failure import outside_cause
 from benchctl.matrix.outcome import CellOutcome
 
 
-def _outcome_of_failure(cell, exc: BaseException):
+def _outcome_of_failure(cell, exc: BaseException, seconds: float = 0.0):
+    """A task that raised instead of returning the cell's outcome: its worker died, memory ran out, the node went
+    away (a failure from outside the cell, `benchctl.matrix.failure`), or an error the cell's work did not catch."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1][:300]
-    return CellOutcome(cell.name, "failed", f"ray task failed: {first}")
+    return CellOutcome(cell.name, "failed", f"ray task failed: {first}", seconds, outside=outside_cause(exc))
 
 
 def _call(work, cell):
@@ -51,13 +55,13 @@ def ray_executor(cells: Sequence, work, on_start, on_done, *, address: str | Non
             while queue and len(pending) < slots:  # no more in flight than can run: `running` means running
                 cell = queue.pop(0)
                 on_start(cell)
-                pending[task.remote(work, cell)] = cell
+                pending[task.remote(work, cell)] = (cell, time.perf_counter())
             (ready,), _ = ray.wait(list(pending), num_returns=1)
-            cell = pending.pop(ready)
+            cell, submitted = pending.pop(ready)
             try:
                 outcome = ray.get(ready)
             except Exception as exc:  # noqa: BLE001 - a worker that died: the cell failed, the others go on
-                outcome = _outcome_of_failure(cell, exc)
+                outcome = _outcome_of_failure(cell, exc, time.perf_counter() - submitted)
             on_done(cell, outcome)
     finally:
         if started_here:
