@@ -49,6 +49,7 @@ from statsmodels.stats.multitest import multipletests
 
 from benchctl.report.config import ReportConfig
 from benchctl.report.load import ReportData
+from benchctl.report.lost_seeds import lost_seeds
 
 PHASES = ("time/rollout", "time/reward", "time/advantage", "time/logprobs", "time/update", "time/sync", "time/eval")
 
@@ -241,7 +242,7 @@ def _note(data: ReportData, text: str) -> None:
 COMPARISON_COLUMNS = [
     *("arm", "baseline", "eval_task", "k", "arm_pass_at_k", "baseline_pass_at_k", "diff", "low", "high"),
     *("p_value", "p_holm", "significant", "primary", "mde", "df", "seeds", "seed_std", "too_few_seeds"),
-    *("problems", "arm_health", "baseline_health", "unhealthy"),
+    *("problems", "arm_health", "baseline_health", "unhealthy", "seeds_expected", "seeds_lost"),
 ]
 
 
@@ -257,6 +258,13 @@ def arm_health(runs: pd.DataFrame | None, arm: str, seeds: list | None = None) -
     return summarize(runs["health"].tolist(), runs["seed"].tolist())
 
 
+def _asked(data: ReportData, arm: str) -> pd.DataFrame:
+    """The runs of `arm` the inputs list, whatever their status (`ReportData.asked`; the done runs without it)."""
+    asked = getattr(data, "asked", None)
+    asked = data.runs if asked is None else asked
+    return asked[asked["arm"] == arm]
+
+
 def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, config: ReportConfig) -> list[dict]:
     rows = []
     for (task, k), part in frame[frame["arm"].isin([arm, base])].groupby(["eval_task", "k"], sort=True):
@@ -269,6 +277,7 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
         est = crossed_estimate(av - bv, config.confidence, config.population)
         few = len(seeds) < MIN_SEEDS
         arm_state, base_state = arm_health(data.runs, arm, seeds), arm_health(data.runs, base, seeds)
+        expected, lost = lost_seeds(_asked(data, arm), _asked(data, base), seeds, base)
         rows.append(
             {
                 "arm": arm,
@@ -290,6 +299,8 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
                 "arm_health": arm_state,
                 "baseline_health": base_state,
                 "unhealthy": arm_state != "ok" or base_state != "ok",
+                "seeds_expected": expected,
+                "seeds_lost": lost,
             }
         )
     return rows
