@@ -32,10 +32,12 @@ def _seed_text(seed) -> str:
     return f"s{int(seed)}" if float(seed).is_integer() else f"s{seed}"
 
 
-def lost_seeds(arm: pd.DataFrame, base: pd.DataFrame, used: Iterable, baseline: str) -> tuple[int, str]:
+def lost_seeds(arm: pd.DataFrame, base: pd.DataFrame | None, used: Iterable, baseline: str) -> tuple[int, str]:
     """(seeds expected, the lost ones and why, '; '-joined, '' when none is lost) of a comparison whose arm and
-    baseline runs (any status) are `arm` and `base` and which used the seeds `used` (module docstring)."""
-    a, b, used = seed_status(arm), seed_status(base), set(used)
+    baseline runs (any status) are `arm` and `base` and which used the seeds `used` (module docstring); `base`
+    None: an arm's own pass@k, which expects every seed of its runs."""
+    a, used = seed_status(arm), set(used)
+    b = {seed: DONE for seed in a} if base is None else seed_status(base)
     expected = (set(a) & set(b)) | used
     lost = []
     for seed in sorted(expected - used):

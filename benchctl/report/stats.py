@@ -71,7 +71,7 @@ POPULATIONS = ("problems", "fixed")
 DF_SEED_BOUND = 0.75  # the seed mean square enters Satterthwaite's df at its upper 75% confidence limit
 PASSK_COLUMNS = [
     *("arm", "eval_task", "k", "pass_at_k", "low", "high"),
-    *("seeds", "runs", "seed_std", "too_few_seeds", "problems"),
+    *("seeds", "runs", "seed_std", "too_few_seeds", "problems", "seeds_expected", "seeds_lost"),
 ]
 
 
@@ -175,12 +175,14 @@ def minimum_detectable_effect(se: float, df: float, alpha: float, power: float =
 
 def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     """One row per (arm, eval_task, k): pass_at_k (mean over seeds and problems), CI with the seed and problem
-    variance, seeds, runs, seed_std, too_few_seeds, problems."""
+    variance, seeds, runs, seed_std, too_few_seeds, problems, seeds_expected and seeds_lost (every seed of the
+    arm's runs listed, any status, and those missing with why: `benchctl.report.lost_seeds`)."""
     rows = []
     frame = _with_runs(data, ["arm", "seed"])
     for (arm, task, k), part in frame.groupby(["arm", "eval_task", "k"], sort=True):
         wide = seed_matrix(part)
         est = crossed_estimate(wide.to_numpy(), config.confidence, config.population)
+        expected, lost = lost_seeds(_asked(data, arm), None, wide.columns, arm)
         rows.append(
             {
                 "arm": arm,
@@ -194,6 +196,8 @@ def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
                 "seed_std": est.seed_std,
                 "too_few_seeds": wide.shape[1] < MIN_SEEDS,
                 "problems": wide.shape[0],
+                "seeds_expected": expected,
+                "seeds_lost": lost,
             }
         )
     return pd.DataFrame(rows, columns=PASSK_COLUMNS)

@@ -52,6 +52,7 @@ def _report(tmp_path, failed):
 MARK = "3 of 4 seeds: s3 failed (baseline grpo)"
 
 
+@pytest.mark.slow  # two report builds of 8 runs: 10-25 s on the 2-core machine
 def test_a_failed_baseline_cell_marks_every_comparison_and_claim_in_the_tables_and_parquet(tmp_path):
     comparisons, claims, page = _report(tmp_path, failed=("grpo", 3))
     assert set(comparisons["seeds"]) == {3} and set(comparisons["seeds_expected"]) == {4}
@@ -59,10 +60,12 @@ def test_a_failed_baseline_cell_marks_every_comparison_and_claim_in_the_tables_a
     assert claims[["seeds", "seeds_expected", "seeds_lost"]].iloc[0].tolist() == [3, 4, "s3 failed (baseline grpo)"]
     verdict = page[page.index("## verdict") : page.index("\n## ", page.index("## verdict") + 1)]
     assert f"| ha_dw | \u26a0 {MARK} |" in verdict  # the arm's row of the verdict table, seeds column
+    assert "| grpo (baseline) | \u26a0 3 of 4 seeds: s3 failed |" in verdict  # the baseline's own row
     claims_section = page[page.index("claims of the papers") :]
     assert f"\u26a0 {MARK}" in claims_section.split("\n## ")[0]
 
 
+@pytest.mark.slow  # two report builds of 8 runs: 10-25 s on the 2-core machine
 def test_the_same_matrix_without_a_failure_carries_no_mark(tmp_path):
     comparisons, claims, page = _report(tmp_path, failed=None)
     assert set(comparisons["seeds"]) == set(comparisons["seeds_expected"]) == {4}
@@ -84,5 +87,7 @@ def test_each_lost_seed_says_which_side_lost_it(arm_status, base_status, text):
         return pd.DataFrame({"seed": [1, 2, 3, 4], "status": ["done"] * 3 + [status]})
 
     assert lost_seeds(runs(arm_status), runs(base_status), used=[1, 2, 3], baseline="grpo") == (4, text)
+    own = lost_seeds(runs(arm_status), None, used=[1, 2, 3], baseline="grpo")  # an arm's own pass@k
+    assert own == (4, "s4 not evaluated" if arm_status == "done" else f"s4 {arm_status}")
     assert seeds_mark(3, 4, text) == f"3 of 4 seeds: {text}"
     assert seeds_mark(4, 4, "") == ""
