@@ -77,24 +77,28 @@ $(VERL_STAMP): pyproject.toml Makefile
 # `arith` (G=8, fourteen seeds, equal rollout-token budget per cell, held-out evaluation on a token cadence; see
 # examples/demo.yaml), each cell trained then evaluated (pass@k, k up to 16), one cell per core on a local Ray
 # cluster, then the report (seed-level verdict, compute curves, run health): 36 min on a 2-core EPYC 7003, about 18
-# on a faster one. Rerunning skips finished cells and resumes an interrupted one.
+# on a faster one. Rerunning skips finished cells and resumes an interrupted one. A cell left failed (matrix run's
+# exit 1): the report is still written, marking the comparisons short of a seed, then make fails; the same command
+# runs only the failed cells again.
 DEMO     ?= results/demo
 BENCHCTL := $(VENV)/bin/benchctl
 .PHONY: lab claims
 demo: venv
 	$(BENCHCTL) estimators
-	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO) --executor ray
-	$(BENCHCTL) report $(DEMO) --baseline grpo --group-by arm,group_size --out $(DEMO)/report
-	@echo "report: $(DEMO)/report/report.html (also report.md and parquet tables in $(DEMO)/report/)"
+	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO) --executor ray; status=$$?; \
+	  [ $$status -eq 1 ] || [ $$status -eq 0 ] || exit $$status; \
+	  $(BENCHCTL) report $(DEMO) --baseline grpo --group-by arm,group_size --out $(DEMO)/report || exit $$?; \
+	  echo "report: $(DEMO)/report/report.html (also report.md and parquet tables in $(DEMO)/report/)"; exit $$status
 
 # The seed papers' claims tested on the embedded testbed (examples/claims/README.md): one matrix (tiny-warm on
 # arith_mix, seven arms x four seeds, 850,000 rollout tokens a cell, compute curves; one cell per core on a local
-# Ray cluster), then the report with the claims section and claims.parquet.
+# Ray cluster), then the report with the claims section and claims.parquet; a cell left failed: as in demo.
 CLAIMS ?= results/claims
 claims: venv
-	$(BENCHCTL) --no-progress matrix run examples/claims/testbed.yaml --results $(CLAIMS)/runs --executor ray
-	$(BENCHCTL) report $(CLAIMS)/runs --baseline grpo --claims examples/claims/claims.yaml --out $(CLAIMS)/report
-	@echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"
+	$(BENCHCTL) --no-progress matrix run examples/claims/testbed.yaml --results $(CLAIMS)/runs --executor ray; \
+	  status=$$?; [ $$status -eq 1 ] || [ $$status -eq 0 ] || exit $$status; \
+	  $(BENCHCTL) report $(CLAIMS)/runs --baseline grpo --claims examples/claims/claims.yaml --out $(CLAIMS)/report \
+	  || exit $$?; echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"; exit $$status
 
 # The estimator lab (seconds to minutes, no model): the four simulation studies with tables, JSON and plots.
 lab: venv

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchctl.errors import BenchctlError, check_range
+from benchctl.errors import BenchctlError, EngineStartError, check_range
 from benchctl.quiet import native_output_silenced, progress_allowed
 
 CPU_DEFAULT_KV_CACHE_GIB = 1.0
@@ -230,7 +230,7 @@ def _start_llm(cfg: EngineConfig):
         return vllm.LLM(str(local) if local.exists() else cfg.model, **kwargs)
     except Exception as exc:  # noqa: BLE001 - any vLLM start failure is reported as one line
         first = _first_line(exc)
-        raise BenchctlError(f"could not start vLLM on model {cfg.model!r}: {type(exc).__name__}: {first}") from exc
+        raise EngineStartError(f"could not start vLLM on model {cfg.model!r}: {type(exc).__name__}: {first}") from exc
 
 
 class _Progress:

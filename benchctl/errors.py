@@ -17,6 +17,15 @@ class UnknownNameError(BenchctlError):
         super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.choices)}")
 
 
+class EngineStartError(BenchctlError):
+    """The generation engine did not start (memory, device, its own process): not a setting of ours, so a matrix
+    retries the cell (`benchctl.matrix.failure`)."""
+
+
+class KilledError(BenchctlError):
+    """A child process was ended by a signal (the kernel's OOM killer's SIGKILL, a SIGTERM, ...)."""
+
+
 def check_range(name: str, value, low=None, high=None, *, low_open=False, high_open=False) -> None:
     """Raise `BenchctlError` unless low <= value <= high (open ends where asked)."""
     bad_low = low is not None and (value <= low if low_open else value < low)

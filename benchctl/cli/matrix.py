@@ -52,9 +52,18 @@ def run_command(
             "--report-to", help="Each cell's trackers: none | tensorboard,wandb,trackio (default: the file's)."
         ),
     ] = None,
+    retries: Annotated[
+        int,
+        typer.Option(
+            "--retries",
+            help="Runs again, from its checkpoint, of a cell that failed from outside it (worker killed, out of "
+            "memory, node lost, engine start-up); a cell failing in itself (bad setting, traceback) is not retried.",
+        ),
+    ] = 2,
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
-    interrupted ones from their checkpoint and retries failed ones. Exit 1 when a cell failed, 130 on Ctrl-C."""
+    interrupted ones from their checkpoint and runs the failed ones again. Ends with the cells left failed; exit 1
+    when a cell is left failed, 130 on Ctrl-C."""
     from benchctl.matrix import read_matrix, run_matrix
     from benchctl.matrix.render import print_cells, print_outcome, progress_printer
 
@@ -67,9 +76,10 @@ def run_command(
         spec,
         results,
         executor=executor,
-        on_event=progress_printer(len(spec.cells)),
+        on_event=progress_printer(len(spec.cells), retries),
         address=address,
         report_to=report_to,
+        retries=retries,
     )
     print_outcome(outcome)
     if outcome.interrupted or outcome.failed:

@@ -429,5 +429,10 @@ def launch(cfg) -> VerlLaunch:
     with open(folder / "launch.log", "ab") as log:
         code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
     if code != 0:
-        raise BenchctlError(f"veRL exited with status {code}; its log: {folder / 'launch.log'}")
+        from benchctl.errors import KilledError
+        from benchctl.matrix.failure import exit_status_cause
+
+        cause = exit_status_cause(code)  # ended by a signal: a matrix retries the cell
+        error, why = (KilledError, f" ({cause})") if cause else (BenchctlError, "")
+        raise error(f"veRL exited with status {code}{why}; its log: {folder / 'launch.log'}")
     return VerlLaunch(run, folder, shlex.join(argv), True, steps=ingest(folder, run).steps)

@@ -19,6 +19,8 @@ class CellOutcome:
     seconds: float = 0.0
     trained_steps: int | None = None
     pass_at: tuple[tuple[str, int, float], ...] = ()  # (eval task, k, pass@k) of the final evaluation
+    outside: str | None = None  # a failure's cause outside the cell (`benchctl.matrix.failure`); None: in the cell
+    attempts: int = 1  # times the cell ran in this `run_matrix` (1 + its retries)
 
 
 @dataclass(frozen=True)

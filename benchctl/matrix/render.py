@@ -93,10 +93,24 @@ def time_left(elapsed: float, finished: int, remaining: int, slots: int = 1) -> 
     return f"about {max(1, round(seconds))} s left"
 
 
-def progress_printer(total: int, clock=time.monotonic):
+def failure_text(outcome: CellOutcome, retries: int | None = None) -> str:
+    """A failed run's cause and what happens next: `in the cell, not retried: REASON`, `outside the cell (worker
+    died), retry 1 of 2 follows from its checkpoint: REASON` (while runs are left: `outcome.attempts <= retries`),
+    `outside the cell (worker died), left failed after 3 runs: REASON`."""
+    if outcome.outside is None:
+        return f"in the cell, not retried: {outcome.reason or ''}"
+    if retries is not None and outcome.attempts <= retries:
+        then = f"retry {outcome.attempts} of {retries} follows from its checkpoint"
+    else:
+        then = f"left failed after {outcome.attempts} run{'s' * (outcome.attempts > 1)}"
+    return f"outside the cell ({outcome.outside}), {then}: {outcome.reason or ''}"
+
+
+def progress_printer(total: int, retries: int | None = None, clock=time.monotonic):
     """An `on_event` callback for `run_matrix` printing one line per cell on stdout; a finished cell's line ends
-    with how many cells are done and the time left (`time_left`)."""
-    state = {"i": 0, "skipped": 0, "finished": 0, "t0": None, "slots": 0}
+    with how many cells are done and the time left (`time_left`); a failed cell's line says whether the failure
+    came from outside the cell and is retried (`failure_text`; `retries`: `run_matrix`'s)."""
+    state = {"i": 0, "skipped": 0, "finished": 0, "running": 0, "t0": None, "slots": 0}
     console = _console(soft_wrap=True)  # one line per event, also in a log file
 
     def on_event(kind: str, cell: Cell, outcome: CellOutcome | None) -> None:
@@ -104,16 +118,19 @@ def progress_printer(total: int, clock=time.monotonic):
             state["i"] += 1
             state["skipped"] += 1
             console.print(f"[{state['i']}/{total}] {cell.name}: finished earlier, skipped")
-        elif kind == "start":
-            state["i"] += 1
+        elif kind in ("start", "retry"):
+            state["i"] += kind == "start"
             state["t0"] = clock() if state["t0"] is None else state["t0"]
-            running = state["i"] - state["skipped"] - state["finished"]
-            state["slots"] = max(state["slots"], running)  # cells side by side: the executor's width
-            console.print(f"[{state['i']}/{total}] {cell.name}: training + evaluation ...")
+            state["running"] += 1
+            state["slots"] = max(state["slots"], state["running"])  # cells side by side: the executor's width
+            of = "" if retries is None else f" of {retries}"
+            what = "training + evaluation" if outcome is None else f"retry {outcome.attempts}{of}, from its checkpoint"
+            console.print(f"[{state['i']}/{total}] {cell.name}: {what} ...")
         elif outcome is not None:
-            state["finished"] += 1
+            state["running"] -= 1
+            state["finished"] += kind == "done"
             style = _STYLE.get(outcome.status, "")
-            tail = _pass(outcome.pass_at) if outcome.status == "done" else (outcome.reason or "")
+            tail = _pass(outcome.pass_at) if outcome.status == "done" else failure_text(outcome, retries)
             done = state["skipped"] + state["finished"]
             left = time_left(clock() - state["t0"], state["finished"], total - done, state["slots"])
             where = f"  ({done}/{total} cells{', ' + left if left else ''})"
@@ -123,7 +140,20 @@ def progress_printer(total: int, clock=time.monotonic):
 
 
 def print_outcome(outcome: MatrixOutcome) -> None:
+    """The counts of each status, then every cell left failed with its cause, and how to retry only those."""
     counts: dict[str, int] = {}
     for o in outcome.outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-    _console(soft_wrap=True).print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; index: {outcome.index}")
+    console = _console(soft_wrap=True)
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items()) + f"; index: {outcome.index}")
+    failed = outcome.failed
+    if not failed:
+        return
+    console.print(
+        f"[red]{len(failed)} of {len(outcome.outcomes)} cells left failed[/]; the same command runs only these "
+        "again (finished cells are skipped):"
+    )
+    runs = Path(outcome.index).parent / "runs"
+    for o in failed:
+        where = f" (traceback: {runs / o.name / 'error.txt'})" if (runs / o.name / "error.txt").is_file() else ""
+        console.print(f"  {o.name}: {failure_text(o)}{where}")

@@ -9,7 +9,8 @@ Resumability [our choice]:
   finished training (RUN/model present) goes straight to the evaluation, which resumes problem by problem;
   a folder without config.json (killed before the trainer wrote one, or holding only a failure log) is cleared;
 - a failing cell is recorded `failed` with a one-line reason (traceback in RUN/error.txt) and the others go on;
-  the next run retries it;
+  one that failed from outside it (worker killed, out of memory, node lost, engine start-up) runs again from its
+  resume point up to `retries` times (`Retries`); the next `run_matrix` runs every cell left failed again;
 - the index is written whole and atomically before the first cell and after each state change, so a killed
   matrix leaves the last complete index (the running cell shows `running`) and never half a table.
 
@@ -22,6 +23,7 @@ as a task and call `on_start` / `on_done` in the driver, which alone writes the 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import shutil
@@ -32,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchctl.errors import BenchctlError
+from benchctl.errors import BenchctlError, check_range
+from benchctl.matrix.failure import outside_cause
 from benchctl.matrix.outcome import CellOutcome, MatrixOutcome
 from benchctl.matrix.spec import Cell, MatrixSpec
 from benchctl.results import train_run
@@ -40,6 +43,7 @@ from benchctl.results.index import INDEX_FILE, index_row, read_index, write_inde
 from benchctl.trainers import run_folder as train_folder
 
 RUNS_DIR = "runs"
+DEFAULT_RETRIES = 2  # runs again of a cell that failed from outside it (`Retries`)
 
 
 # ---- where things are ---------------------------------------------------------------------------------------
@@ -124,57 +128,94 @@ def run_matrix(
     on_event: Callable[[str, Cell, CellOutcome | None], None] | None = None,
     address: str | None = None,
     report_to: str | None = None,
+    retries: int = DEFAULT_RETRIES,
 ) -> MatrixOutcome:
     """Train and evaluate every unfinished cell of `spec` under `results`; see the module docstring.
 
-    `on_event(kind, cell, outcome)` is called with kind `skip`, `start` or `done` (for printing progress).
-    `address`: the Ray cluster for `executor="ray"` (benchctl.matrix.ray_executor). `report_to`: each cell's
-    experiment trackers (`--report-to`, a run setting a resume may change, so not part of the cells; None: the
-    file's `train: {report_to: ...}`, else none)."""
+    `on_event(kind, cell, outcome)` is called with kind `skip`, `start`, `retry` (a cell starts again after a
+    failure from outside it; `outcome` is that failure), `again` (this run of the cell failed from outside it and it
+    will run again) or `done` (for printing progress). `retries`: how many times a cell that failed from outside it
+    runs again (`Retries`). `address`: the Ray cluster for `executor="ray"` (benchctl.matrix.ray_executor).
+    `report_to`: each cell's experiment trackers (`--report-to`, a run setting a resume may change, so not part of
+    the cells; None: the file's `train: {report_to: ...}`, else none)."""
     if executor not in EXECUTORS:
         raise BenchctlError(f"unknown executor {executor!r}; choose one of: {', '.join(EXECUTORS)}")
+    check_range("retries", retries, 0)
     from benchctl.trainers.trackers import parse_report_to
 
     parse_report_to(report_to or "none")  # an unknown tracker fails before any cell
     check_cells(spec.cells)
     results = Path(results)
     results.mkdir(parents=True, exist_ok=True)
-    event = on_event or (lambda *args: None)
     previous = previous_status(results)
-    rows: dict[str, dict] = {}
-    todo, outcomes = [], {}
+    book = Retries(results, on_event or (lambda *args: None), retries)
+    todo = []
     for cell in spec.cells:
         if is_finished(results, cell, previous):
-            rows[cell.name] = cell_row(results, cell, "done")
-            outcomes[cell.name] = CellOutcome(cell.name, "skipped")
-            event("skip", cell, None)
+            book.rows[cell.name] = cell_row(results, cell, "done")
+            book.outcomes[cell.name] = CellOutcome(cell.name, "skipped")
+            book.event("skip", cell, None)
         else:
-            rows[cell.name] = cell_row(results, cell, "pending")
+            book.rows[cell.name] = cell_row(results, cell, "pending")
             todo.append(cell)
-    known = {row["run"] for row in rows.values()}
-    others = [row for run, row in previous.items() if run not in known]  # runs of earlier matrix files: kept
-
-    def save() -> None:
-        write_index(results, [*rows.values(), *others])
-
-    def on_start(cell: Cell) -> None:
-        rows[cell.name] = cell_row(results, cell, "running")
-        save()
-        event("start", cell, None)
-
-    def on_done(cell: Cell, outcome: CellOutcome) -> None:
-        status = {"done": "done", "failed": "failed"}.get(outcome.status, "pending")
-        rows[cell.name] = cell_row(results, cell, status, outcome.reason)
-        outcomes[cell.name] = outcome
-        save()
-        event("done", cell, outcome)
-
-    save()
+    known = {row["run"] for row in book.rows.values()}
+    book.others = [row for run, row in previous.items() if run not in known]  # runs of earlier matrix files: kept
+    book.save()
     absolute = str(results.resolve())  # workers may run elsewhere
     work = functools.partial(run_cell, results=absolute, report_to=report_to)
-    EXECUTORS[executor](todo, work, on_start, on_done, address=address)
-    ordered = tuple(outcomes[c.name] for c in spec.cells if c.name in outcomes)
+    while todo and not any(o.status == "interrupted" for o in book.outcomes.values()):
+        EXECUTORS[executor](todo, work, book.on_start, book.on_done, address=address)
+        todo = [cell for cell in todo if cell.name in book.again]
+        book.again.clear()
+    ordered = tuple(book.outcomes[c.name] for c in spec.cells if c.name in book.outcomes)
     return MatrixOutcome(results / INDEX_FILE, ordered)
+
+
+class Retries:
+    """The driver's bookkeeping of one `run_matrix`: each cell's index row and latest outcome, and which cells run
+    again. Retry rule [our choice; `--retries`, default 2]: a cell whose run failed from outside it
+    (`benchctl.matrix.failure.outside_cause`: its worker killed, out of memory, node lost, engine start-up) runs
+    again, from its latest checkpoint, up to `retries` more times; a cell that failed in itself (a bad setting, a
+    traceback in benchctl) is not run again. Retried cells run after the round they failed in has finished, so a
+    brief memory spike has time to pass. Only the driver writes the index (before each cell and after each outcome).
+    """
+
+    def __init__(self, results: Path, event: Callable, retries: int) -> None:
+        self.results, self.event, self.retries = results, event, retries
+        self.rows: dict[str, dict] = {}
+        self.others: list[dict] = []
+        self.outcomes: dict[str, CellOutcome] = {}
+        self.again: set[str] = set()
+
+    def save(self) -> None:
+        write_index(self.results, [*self.rows.values(), *self.others])
+
+    def on_start(self, cell: Cell) -> None:
+        self.rows[cell.name] = cell_row(self.results, cell, "running")
+        self.save()
+        earlier = self.outcomes.get(cell.name)
+        self.event("start" if earlier is None else "retry", cell, earlier)
+
+    def on_done(self, cell: Cell, outcome: CellOutcome) -> None:
+        earlier = self.outcomes.get(cell.name)
+        outcome = dataclasses.replace(outcome, attempts=1 if earlier is None else earlier.attempts + 1)
+        again = outcome.status == "failed" and outcome.outside is not None and outcome.attempts <= self.retries
+        status = {"done": "done", "failed": "failed"}.get(outcome.status, "pending")
+        self.rows[cell.name] = cell_row(self.results, cell, status, index_reason(outcome))
+        self.outcomes[cell.name] = outcome
+        if again:
+            self.again.add(cell.name)
+        self.save()
+        self.event("again" if again else "done", cell, outcome)
+
+
+def index_reason(outcome: CellOutcome) -> str | None:
+    """The index's one-line reason: a failure from outside the cell is prefixed with its cause and the number of
+    runs it had (`out of memory, 3 runs: ray task failed: ...`)."""
+    if outcome.status != "failed" or outcome.outside is None:
+        return outcome.reason
+    runs = f", {outcome.attempts} runs" if outcome.attempts > 1 else ""
+    return f"{outcome.outside}{runs}: {outcome.reason}"
 
 
 def check_cells(cells: Sequence[Cell]) -> None:
@@ -211,7 +252,8 @@ def run_cell(cell: Cell, results: str, report_to: str | None = None) -> CellOutc
     except KeyboardInterrupt:
         return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - any failure is recorded for this cell; the others go on
-        return CellOutcome(cell.name, "failed", _reason(exc, run), time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        return CellOutcome(cell.name, "failed", _reason(exc, run), seconds, outside=outside_cause(exc))
     pass_at = tuple(
         (t.task, int(k), float(p))
         for t in evaluation.tasks

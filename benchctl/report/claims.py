@@ -45,7 +45,9 @@ Verdicts (read in the claim's direction: `less` / `at_most` mirror the interval 
 * otherwise (or with too few seeds) `inconclusive`.
 `inert` names the claim's arm or baseline whose mechanism did not act (median `mechanism_acted_frac` of its runs
 under 5%, `benchctl.report.health`): "arm avspo inert: trained as its base (...)"; the verdict is kept, but it is
-then a verdict about the base method.
+then a verdict about the base method. `seeds_expected` / `seeds_lost`: the seeds the inputs list for both sides
+whatever their runs' status, and those the claim did not get with why (`s4 failed (baseline grpo)`,
+`benchctl.report.lost_seeds`); the verdict is made on the seeds there are, and the table marks the shortfall.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ CLAIM_COLUMNS = (
     "low",
     "high",
     "seeds",
+    "seeds_expected",
+    "seeds_lost",
     "mde",
     "margin",
     "stated_effect",
@@ -217,6 +221,17 @@ def _select(runs: pd.DataFrame, label: str, where: Mapping[str, Any]) -> pd.Data
     return runs[keep]
 
 
+def _lost(data, c: Claim, used: set) -> tuple[int, str]:
+    """(seeds expected, lost seeds and why) of the claim's comparison (`benchctl.report.lost_seeds`), from every
+    run the inputs list (`ReportData.asked`, any status; the done runs where there is none)."""
+    from benchctl.report.lost_seeds import lost_seeds
+
+    asked = getattr(data, "asked", None)
+    asked = data.runs if asked is None else asked
+    arm, base = _select(asked, c.arm, c.arm_where), _select(asked, c.baseline, c.baseline_where)
+    return lost_seeds(arm, base, used, c.baseline)
+
+
 def _inert(runs: pd.DataFrame, c: Claim) -> str:
     """'arm avspo inert: trained as its base (...)' for the claim's arm and baseline whose mechanism did not act
     (`health.inert_note` of their runs), '; '-joined; '' when both acted or have no mechanism."""
@@ -350,10 +365,12 @@ def _claim_row(data, c: Claim, confidence: float, premise: dict | None, populati
     if c.testbed:
         row["inert"] = ""
         row.update(effect=np.nan, low=np.nan, high=np.nan, seeds=0, mde=np.nan, verdict="inconclusive")
+        row.update(seeds_expected=0, seeds_lost="")
         return {**row, "reason": f"not expressible on this testbed: {c.testbed}"}
     row["inert"] = _inert(data.runs, c)
     arm, base, reason = run_values(data, c)
     effect, low, high, n, mde = seed_effect(arm, base, c.relative, confidence, population)
+    row["seeds_expected"], row["seeds_lost"] = _lost(data, c, set(arm.columns) & set(base.columns))
     if c.relative:  # the log-ratio mde as a relative change in the claim's direction
         mde = -np.expm1(-mde) if c.direction in ("less", "at_most") else np.expm1(mde)
     if reason is None and n < MIN_SEEDS:

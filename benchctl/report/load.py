@@ -11,7 +11,9 @@ Frames [our choice]:
   for a method without one; the comma-separated mechanisms under 5%);
 * problems: run_id, eval_task, problem_id, k, value (that problem's unbiased pass@k in that run);
 * metrics: run_id, step, then the run's train_metrics columns;
-* eval_curve: run_id, step (-1 for a plain eval), tokens (rollout/tokens_total at that step), eval_task, pass@1.
+* eval_curve: run_id, step (-1 for a plain eval), tokens (rollout/tokens_total at that step), eval_task, pass@1;
+* asked: every run the inputs list after `--where`, whatever its status (failed, pending, ...), with its `arm`
+  label: the seeds a comparison was asked for (`benchctl.report.lost_seeds`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class ReportData:
     arm_column: str
     notes: list[str] = field(default_factory=list)
     settings: pd.DataFrame | None = None  # the swept-setting sensitivity (benchctl.report.tuning)
+    asked: pd.DataFrame | None = None  # every run listed, any status, with `arm` (module docstring)
 
 
 def _runs_frame(config: ReportConfig) -> pd.DataFrame:
@@ -175,11 +178,12 @@ def load_report_data(config: ReportConfig) -> ReportData:
     """Find, filter and read every run; BenchctlError when nothing reportable is left."""
     runs = _runs_frame(config)
     notes = [f"{r.path}: status {r.status}, skipped" for r in runs.itertuples() if r.status != "done"]
-    runs = runs[runs["status"] == "done"].reset_index(drop=True)
+    asked, runs = runs, runs[runs["status"] == "done"].reset_index(drop=True)
     if runs.empty:
         raise BenchctlError("no finished run (status done) among the inputs")
     group_by, arm = resolve_group_by(runs, config.group_by)
     runs["arm"] = [arm_label(r, group_by) for r in runs.to_dict("records")]
+    asked = asked.assign(arm=[arm_label(r, group_by) for r in asked.to_dict("records")])
     problems, metrics, curve, folders, health, activity = [], [], [], [], [], []
     for row in runs.to_dict("records"):
         folder, p, m, c = _read_run(row, config, notes)
@@ -206,4 +210,5 @@ def load_report_data(config: ReportConfig) -> ReportData:
         group_by,
         arm,
         notes,
+        asked=asked,
     )

@@ -177,6 +177,14 @@ def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
     )
 
 
+def _claim_seeds(c) -> Cell:
+    """The claim's paired seeds, marked when fewer than expected (`3 of 4 seeds: s4 failed`, `lost_seeds`)."""
+    from benchctl.report.lost_seeds import seeds_mark
+
+    mark = seeds_mark(int(c.seeds), getattr(c, "seeds_expected", 0), getattr(c, "seeds_lost", "") or "")
+    return Cell(WARN + mark, Kind.WARN) if mark else Cell(str(int(c.seeds)), Kind.NUMBER)
+
+
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     """One row per claim: paper, claim, arm vs baseline, metric, margin (parity claims), our effect [CI], mde (the
     smallest effect the runs would detect with 80% power), seeds, verdict (followed by the claims.parquet `inert`
@@ -202,7 +210,7 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
                 "margin": f"{getattr(c, 'margin', 0.0) * scale:.1f}{unit}" if parity else "-",
                 "effect [CI]": effect,
                 "mde": "-" if pd.isna(getattr(c, "mde", np.nan)) else f"{c.mde * scale:.1f}{unit}",
-                "seeds": int(c.seeds),
+                "seeds": _claim_seeds(c),
                 "verdict": c.verdict
                 + (f" ({c.reason})" if isinstance(c.reason, str) and c.reason else "")
                 + (f"; {WARN}{c.inert}" if isinstance(getattr(c, "inert", None), str) and c.inert else ""),

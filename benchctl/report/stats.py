@@ -49,6 +49,7 @@ from statsmodels.stats.multitest import multipletests
 
 from benchctl.report.config import ReportConfig
 from benchctl.report.load import ReportData
+from benchctl.report.lost_seeds import lost_seeds
 
 PHASES = ("time/rollout", "time/reward", "time/advantage", "time/logprobs", "time/update", "time/sync", "time/eval")
 
@@ -70,7 +71,7 @@ POPULATIONS = ("problems", "fixed")
 DF_SEED_BOUND = 0.75  # the seed mean square enters Satterthwaite's df at its upper 75% confidence limit
 PASSK_COLUMNS = [
     *("arm", "eval_task", "k", "pass_at_k", "low", "high"),
-    *("seeds", "runs", "seed_std", "too_few_seeds", "problems"),
+    *("seeds", "runs", "seed_std", "too_few_seeds", "problems", "seeds_expected", "seeds_lost"),
 ]
 
 
@@ -174,12 +175,14 @@ def minimum_detectable_effect(se: float, df: float, alpha: float, power: float =
 
 def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     """One row per (arm, eval_task, k): pass_at_k (mean over seeds and problems), CI with the seed and problem
-    variance, seeds, runs, seed_std, too_few_seeds, problems."""
+    variance, seeds, runs, seed_std, too_few_seeds, problems, seeds_expected and seeds_lost (every seed of the
+    arm's runs listed, any status, and those missing with why: `benchctl.report.lost_seeds`)."""
     rows = []
     frame = _with_runs(data, ["arm", "seed"])
     for (arm, task, k), part in frame.groupby(["arm", "eval_task", "k"], sort=True):
         wide = seed_matrix(part)
         est = crossed_estimate(wide.to_numpy(), config.confidence, config.population)
+        expected, lost = lost_seeds(_asked(data, arm), None, wide.columns, arm)
         rows.append(
             {
                 "arm": arm,
@@ -193,6 +196,8 @@ def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
                 "seed_std": est.seed_std,
                 "too_few_seeds": wide.shape[1] < MIN_SEEDS,
                 "problems": wide.shape[0],
+                "seeds_expected": expected,
+                "seeds_lost": lost,
             }
         )
     return pd.DataFrame(rows, columns=PASSK_COLUMNS)
@@ -241,7 +246,7 @@ def _note(data: ReportData, text: str) -> None:
 COMPARISON_COLUMNS = [
     *("arm", "baseline", "eval_task", "k", "arm_pass_at_k", "baseline_pass_at_k", "diff", "low", "high"),
     *("p_value", "p_holm", "significant", "primary", "mde", "df", "seeds", "seed_std", "too_few_seeds"),
-    *("problems", "arm_health", "baseline_health", "unhealthy"),
+    *("problems", "arm_health", "baseline_health", "unhealthy", "seeds_expected", "seeds_lost"),
 ]
 
 
@@ -257,6 +262,13 @@ def arm_health(runs: pd.DataFrame | None, arm: str, seeds: list | None = None) -
     return summarize(runs["health"].tolist(), runs["seed"].tolist())
 
 
+def _asked(data: ReportData, arm: str) -> pd.DataFrame:
+    """The runs of `arm` the inputs list, whatever their status (`ReportData.asked`; the done runs without it)."""
+    asked = getattr(data, "asked", None)
+    asked = data.runs if asked is None else asked
+    return asked[asked["arm"] == arm]
+
+
 def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, config: ReportConfig) -> list[dict]:
     rows = []
     for (task, k), part in frame[frame["arm"].isin([arm, base])].groupby(["eval_task", "k"], sort=True):
@@ -269,6 +281,7 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
         est = crossed_estimate(av - bv, config.confidence, config.population)
         few = len(seeds) < MIN_SEEDS
         arm_state, base_state = arm_health(data.runs, arm, seeds), arm_health(data.runs, base, seeds)
+        expected, lost = lost_seeds(_asked(data, arm), _asked(data, base), seeds, base)
         rows.append(
             {
                 "arm": arm,
@@ -290,6 +303,8 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
                 "arm_health": arm_state,
                 "baseline_health": base_state,
                 "unhealthy": arm_state != "ok" or base_state != "ok",
+                "seeds_expected": expected,
+                "seeds_lost": lost,
             }
         )
     return rows

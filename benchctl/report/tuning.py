@@ -115,6 +115,8 @@ def select_settings(
         runs.loc[unchosen, "arm"] = runs.loc[unchosen, "arm"] + " " + runs.loc[unchosen, "setting"]
     keep = unchosen | (runs["setting"] == pd.Series(picked, index=runs.index))
     _keep_runs(data, runs, keep)
+    if tuning_seeds and getattr(data, "asked", None) is not None:  # held-apart seeds are never tested: not lost
+        data.asked = data.asked[~data.asked["seed"].isin(list(tuning_seeds))]
     _notes(data, runs[~unchosen], cols, val_tasks, k, choices, baseline, tuning_seeds)
     return _sensitivity(at_k, runs[~unchosen], unit, choices)
 

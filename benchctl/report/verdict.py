@@ -12,6 +12,7 @@ import math
 
 import pandas as pd
 
+from benchctl.report.lost_seeds import seeds_mark
 from benchctl.report.render import TOO_FEW, WARN, Cell, Kind, diff_kind, health_by_arm, health_cell, mde_text, percent
 
 BASELINE_MARK = " (baseline)"
@@ -45,10 +46,16 @@ def _order(task: str, passk: pd.DataFrame, comparisons: pd.DataFrame) -> list[tu
 
 
 def _seeds(frame: pd.DataFrame) -> Cell:
+    """The fewest seeds of the row's cells; a comparison short of the seeds expected says so, marked
+    (`3 of 4 seeds: s4 failed`, `benchctl.report.lost_seeds`), also when that leaves too few."""
     n = int(frame["seeds"].min()) if len(frame) else 0
-    if frame["too_few_seeds"].astype(bool).any():
-        return Cell(f"{n} ({TOO_FEW})", Kind.FEW)
-    return Cell(str(n), Kind.NUMBER)
+    few = f" ({TOO_FEW})" if frame["too_few_seeds"].astype(bool).any() else ""
+    if len(frame) and "seeds_expected" in frame:
+        short = frame.loc[frame["seeds"] == n].iloc[0]
+        mark = seeds_mark(n, short["seeds_expected"], short["seeds_lost"])
+        if mark:
+            return Cell(f"{WARN}{mark}{few}", Kind.WARN)
+    return Cell(f"{n}{few}", Kind.FEW) if few else Cell(str(n), Kind.NUMBER)
 
 
 def _column(k: int, primary_k: int | None) -> str:
@@ -107,6 +114,7 @@ def verdict_legend(
         "secondary (CI only, no mark). mde: the smallest true difference this comparison detects with 80% power "
         "(at alpha / family size for the primary k): an unmarked cell does not rule out differences below it. "
         f"Baseline rows: the baseline's own pass@k in percent [CI]. seeds: seeds of the comparison; '{TOO_FEW}' "
-        f"(under 3): an estimate, no test. health: {WARN}names the runs that are not ok (run health, under "
-        "details). p-values and seed sd: the full table under details."
+        f"(under 3): an estimate, no test; {WARN}'3 of 4 seeds: s4 failed': fewer seeds than the inputs list for "
+        f"the arm and its baseline, and why each is missing. health: {WARN}names the runs that are not ok (run "
+        "health, under details). p-values and seed sd: the full table under details."
     )

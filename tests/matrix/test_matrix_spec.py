@@ -155,9 +155,14 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
 
     seen = {}
 
-    def fake(spec, results, executor="serial", on_event=None, address=None, report_to=None):
+    def fake(spec, results, executor="serial", on_event=None, address=None, report_to=None, retries=None):
         seen.update(
-            cells=[c.name for c in spec.cells], results=results, executor=executor, address=address, report_to=report_to
+            cells=[c.name for c in spec.cells],
+            results=results,
+            executor=executor,
+            address=address,
+            report_to=report_to,
+            retries=retries,
         )
         return MatrixOutcome(Path(results) / "index.parquet", ())
 
@@ -171,10 +176,11 @@ def test_matrix_run_calls_run_matrix_with_the_file_cells_and_results(tmp_path, m
         "executor": "serial",
         "address": None,
         "report_to": None,
+        "retries": 2,
     }
     args = ["matrix", "run", str(path), "--results", str(tmp_path / "r"), "--report-to", "tensorboard"]
-    assert CliRunner().invoke(app, args).exit_code == 0
-    assert seen["report_to"] == "tensorboard"
+    assert CliRunner().invoke(app, [*args, "--retries", "0"]).exit_code == 0
+    assert (seen["report_to"], seen["retries"]) == ("tensorboard", 0)
 
 
 def test_matrix_status_of_a_fresh_results_folder_lists_every_cell_pending(tmp_path):

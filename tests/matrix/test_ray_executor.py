@@ -51,7 +51,8 @@ def test_unknown_executor_is_a_one_line_error(tmp_path):
         run_matrix(parse_matrix(SPEC), tmp_path, executor="slurm")
 
 
-def test_ray_executor_submits_no_more_cells_than_the_cluster_has_cpus_so_running_means_running():
+def _most_side_by_side(cpus: int, cell_gib: float) -> tuple[int, list]:
+    """The most cells running at once when five cells that finish at once run on a local `cpus`-CPU cluster."""
     import functools
 
     from benchctl.matrix.outcome import CellOutcome
@@ -59,13 +60,14 @@ def test_ray_executor_submits_no_more_cells_than_the_cluster_has_cpus_so_running
 
     done = functools.partial(CellOutcome, status="done")  # a cell's work that finishes at once; workers import it
     events = []
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     try:
         ray_executor(
             ["a", "b", "c", "d", "e"],
             done,
             lambda cell: events.append(("start", cell)),
             lambda cell, outcome: events.append(("done", cell, outcome.status)),
+            cell_gib=cell_gib,
         )
     finally:
         ray.shutdown()
@@ -73,6 +75,30 @@ def test_ray_executor_submits_no_more_cells_than_the_cluster_has_cpus_so_running
     for event in events:
         running += 1 if event[0] == "start" else -1
         most = max(most, running)
-    assert most == 2 and running == 0
+    assert running == 0
+    return most, events
+
+
+def test_ray_executor_submits_no_more_cells_than_the_cluster_has_cpus_so_running_means_running():
+    most, events = _most_side_by_side(cpus=2, cell_gib=0.001)  # memory for hundreds: the CPUs bound it
+    assert most == 2
     assert sorted(e[1] for e in events if e[0] == "done") == ["a", "b", "c", "d", "e"]
     assert {e[2] for e in events if e[0] == "done"} == {"done"}
+
+
+def test_cells_that_fit_is_one_cell_per_2_5_gib_of_available_memory_above_2_gib_of_headroom():
+    from benchctl.matrix.ray_executor import CPU_CELL_GIB, HEADROOM_GIB, cells_that_fit
+
+    assert (CPU_CELL_GIB, HEADROOM_GIB) == (2.5, 2.0)  # the documented rule
+    assert [cells_that_fit(gib) for gib in (1.0, 2.0, 4.4, 4.5, 6.9, 7.0, 9.5, 22.0)] == [0, 0, 0, 1, 1, 2, 3, 8]
+
+
+def test_ray_executor_starts_no_more_cpu_cells_than_the_available_memory_holds():
+    from benchctl.matrix.ray_executor import HEADROOM_GIB, available_gib
+
+    room = available_gib() - HEADROOM_GIB
+    if room < 1.0:
+        pytest.skip(f"{available_gib():.1f} GiB available: too little to size a cell by")
+    most, events = _most_side_by_side(cpus=2, cell_gib=room / 1.5)  # memory for one cell, CPUs for two
+    assert most == 1
+    assert sorted(e[1] for e in events if e[0] == "done") == ["a", "b", "c", "d", "e"]

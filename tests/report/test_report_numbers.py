@@ -183,6 +183,8 @@ def test_written_tables_are_plain_parquet_with_the_documented_columns(matrix, tm
         "arm_health",
         "baseline_health",
         "unhealthy",
+        "seeds_expected",
+        "seeds_lost",
     ]
     runs = pd.read_parquet(tmp_path / "rep" / "runs.parquet")
     assert {"arm", "estimator", "seed", "est.lambda_scale", "eval", "health", "health_evidence"} <= set(runs.columns)
