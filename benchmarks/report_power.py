@@ -1,6 +1,7 @@
-"""Level and power of the report's difference test, new against old, on simulated problems x seeds matrices.
+"""Level and power of the report's difference test, new against old, on simulated problems x seeds matrices; and
+how often a true effect equal to the printed mde is detected.
 
-    python benchmarks/report_power.py [--reps 2000] [--problems 200] [--seed 0]     (4,000 reps: about 30 s)
+    python benchmarks/report_power.py [--reps 2000] [--problems 200] [--seed 0] [--mde-only]   (about 1 min)
 
 Each replication draws the matrix D (P problems, S seeds) of an arm's per-problem pass@k minus its baseline's,
 paired by seed and problem, and applies three tests of mean(D) = 0 at 5%, two-sided:
@@ -19,6 +20,15 @@ difficulty (sd 1.5, shared by the arms) + arm x problem (0.3) + seed (0.15) + ru
 (mean logit -4; the arm's logit + 0.3 for power) and pass@16 near 1 (mean logit +0.5; + 0.8 for power).
 Level: delta = 0; power: delta = 0.03 (3 points) or the logit shift (its mean diff printed).  A zero variance
 (every difference 0) counts as no rejection.
+
+Detection at the printed mde (the mde's promise: a true effect that large is detected 80% of the time).  Each
+replication draws one null matrix and computes the mde the report would print from its standard error and df
+(`benchctl.report.stats`, two-sided 5%: `plugin_mde`, the noncentral t power at the estimated se, and
+`minimum_detectable_effect`, that power averaged over the se's sampling distribution; both interpolated on a
+grid of df, their function of se being linear), then draws an independent null matrix, adds that mde to every
+difference and applies the report's test.  The share of rejections is the detection at the printed mde (target
+77-83%); `mde / true` is the median printed mde over the effect the test detects with 80% power (found by
+bisection on the same regime, 4 x the reps).
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from math import comb
 import numpy as np
 from scipy import stats
 
-from benchctl.report.stats import crossed_variance, mean_squares
+from benchctl.report.stats import crossed_variance, mean_squares, minimum_detectable_effect, plugin_mde
 
 GAUSSIAN = {
     "seed-dominated": (0.03, 0.005, 0.05),
@@ -101,6 +111,58 @@ def draw(rng, args, regime: str, seeds: int, effect: float) -> np.ndarray:
     return binomial(rng, BINOMIAL[regime], args.reps, args.problems, seeds, effect * BINOMIAL[regime][2])
 
 
+def report_test(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """d (R, P, S) -> the report's (p-value, se, df) per replication (the `problems` test)."""
+    grand, _, _, _ = mean_squares(d)
+    _, var, df = crossed_variance(d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 2 * stats.t.sf(np.abs(grand) / np.sqrt(var), df), np.sqrt(var), df
+
+
+def printed_mde(rule, se: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """rule(se, df, alpha) per replication: rule(1, df) on a log grid of df, interpolated, times se."""
+    ok = np.isfinite(df) & (df > 0)
+    grid = np.geomspace(df[ok].min(), df[ok].max() + 1e-9, 48)
+    unit = np.array([rule(1.0, g, ALPHA) for g in grid])
+    return np.where(ok, np.interp(np.log(np.where(ok, df, 1.0)), np.log(grid), unit) * se, np.nan)
+
+
+def detection(rng, args, regime: str, seeds: int, mde: np.ndarray) -> float:
+    """Share of replications whose independent null matrix, shifted by their printed mde, the report's test rejects."""
+    p, _, _ = report_test(draw(rng, args, regime, seeds, 0.0) + mde[:, None, None])
+    return float(np.mean(p < ALPHA))
+
+
+def true_mde(rng, args, regime: str, seeds: int) -> float:
+    """The shift the report's test detects with 80% power in this regime (bisection on 4 x reps null matrices)."""
+    d = np.concatenate([draw(rng, args, regime, seeds, 0.0) for _ in range(4)])
+    low, high = 0.0, 0.5
+    for _ in range(25):
+        mid = (low + high) / 2
+        low, high = (mid, high) if np.mean(report_test(d + mid)[0] < ALPHA) < 0.8 else (low, mid)
+    return (low + high) / 2
+
+
+MDE_HEADER = (
+    "| regime | seeds | detected at plug-in mde | detected at printed mde | plug-in / true | printed / true |\n"
+    "|---|---|---|---|---|---|"
+)
+
+
+def mde_table(rng, args) -> None:
+    print(f"\ndetection at the printed mde ({args.reps} replications; target 77-83%)")
+    print(MDE_HEADER)
+    for regime in [*GAUSSIAN, *BINOMIAL]:
+        for seeds in (3, 5, 10):
+            _, se, df = report_test(draw(rng, args, regime, seeds, 0.0))
+            mdes = {rule: printed_mde(rule, se, df) for rule in (plugin_mde, minimum_detectable_effect)}
+            rates = [detection(rng, args, regime, seeds, m) for m in mdes.values()]
+            true = true_mde(rng, args, regime, seeds)
+            ratios = [np.nanmedian(m) / true for m in mdes.values()]
+            cells = [f"{100 * r:.1f}%" for r in rates] + [f"{r:.3f}" for r in ratios]
+            print(f"| {regime} | {seeds} | " + " | ".join(cells) + " |", flush=True)
+
+
 HEADER = (
     "| regime | seeds | level old | level problems | level fixed | diff | power old | power problems | power fixed |\n"
     "|---|---|---|---|---|---|---|---|---|"
@@ -112,8 +174,13 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mde-only", action="store_true", help="only the detection at the printed mde")
     args = parser.parse_args()
     rng, start = np.random.default_rng(args.seed), time.perf_counter()
+    if args.mde_only:
+        mde_table(rng, args)
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return
     print(f"{args.reps} replications, {args.problems} problems, two-sided 5%; level: no true difference")
     print(HEADER)
     for regime in [*GAUSSIAN, *BINOMIAL]:
@@ -125,7 +192,11 @@ def main() -> None:
             cells += [f"{100 * v:.1f}%" for v in power.values()]
             print(f"| {regime} | {seeds} | " + " | ".join(cells) + " |")
     se = 100 * np.sqrt(0.05 * 0.95 / args.reps)
-    print(f"({time.perf_counter() - start:.0f} s; Monte Carlo standard error of a 5% rate: {se:.1f}%)")
+    mde_table(rng, args)
+    print(
+        f"({time.perf_counter() - start:.0f} s; Monte Carlo standard error of a 5% rate: {se:.1f}%, of an 80% rate: "
+        f"{100 * np.sqrt(0.8 * 0.2 / args.reps):.1f}%)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""Run health: `ok`, `diverged`, `collapsed`, `stalled` or `entropy_decayed`, with the evidence (which metric, which
-step, which value), from one run's training metrics and held-out evaluations; and whether the run's mechanism acted
-(`mechanism_activity`).  Pure: frames in, a label out; nothing is read or written here (`benchctl.report.load`
-calls `classify` for every run; the report writes it to runs.parquet).
+"""Run health: `ok`, `diverged`, `collapsed`, `stalled`, `never_learned` or `entropy_decayed`, with the evidence
+(which metric, which step, which value), from one run's training metrics and held-out evaluations; and whether the
+run's mechanism acted (`mechanism_activity`).  Pure: frames in, a label out; nothing is read or written here
+(`benchctl.report.load` calls `classify` for every run; the report writes it to runs.parquet).
 
 States and thresholds [our choices; the defaults of `Thresholds`]:
 * diverged: a non-finite value (NaN or inf) in `loss/*` or `policy/grad_norm` at a step that trained rows
@@ -11,29 +11,40 @@ States and thresholds [our choices; the defaults of `Thresholds`]:
   deviation of the log norms over steps with a non-zero norm (at least 3 such steps).  On the log scale heavy
   but healthy noise (lognormal norms, sigma 1.5) moves the threshold with it; a step 100x the median is always a
   spike in a run whose norms barely move.
-* collapsed: the score ends under half of its smoothed running peak (and at least 0.05 under it, so that noise
-  around a small score is not a collapse), late collapses included: the smoothed series' last value against its
-  maximum.  The score is the held-out pass@1 of each task evaluated at least twice (steps >= 0; step 0 evaluates
-  the starting model when the run was trained with eval_every; the final one is RUN/eval/final), and the training
-  `reward/mean` when no task was evaluated periodically (3 or more times).  Smoothing: a trailing mean over 5% of
-  the points (`smooth_fraction`, rounded down: a collapse over the last 5% fills the last window), at least 3
-  steps of `reward/mean` (runs with fewer than 6 logged rewards are not judged on it) and 1 evaluation (each is
-  already a mean over problems).  Also collapsed: an entropy blow-up,
-  `policy/entropy` ending at 3x its start or more (means over the end and start windows) while `reward/mean`
-  falls (its end under its start by 0.05, or under half of it); and the evaluation the report uses solving no
-  held-out problem of the training task (or of its designated held-out task, `eval_task_resolved`) at its largest
-  k (pass@16 = 0) although the training reward started above 0 [our addition: it needs no periodic evaluation].
+* collapsed: the score ends under half of its smoothed running peak, at least 0.05 under it (so that noise
+  around a small score is not a collapse), and under it by more than the run's own noise band, late collapses
+  included: the smoothed series' last value against its maximum.  The noise band (`fall_band`) is
+  q sqrt(2 / w) sigma: sigma the sd of the score's first differences / sqrt(2) over the points before the end
+  window (`noise_sd`; the fall itself is no noise), w the smoothing window, q the Student t quantile
+  1 - 0.01 / (number of windows) with sigma's degrees of freedom (Bonferroni: the peak is the highest of that
+  many noisy window means).  A peak that is only the highest of many noisy windows is no peak; a curve of fewer
+  than 5 points has no noise estimate and is judged on the size rules alone.  The score is the held-out pass@1
+  of each task evaluated at least twice (steps >= 0; step 0 evaluates the starting model when the run was trained
+  with eval_every; the final one is RUN/eval/final), and the training `reward/mean` when no task was evaluated
+  periodically (3 or more times).  Smoothing: a trailing mean over 3% of the points (`smooth_fraction`, rounded
+  down: a collapse over the last 3% fills the last window), at least 2 steps of `reward/mean` (runs with fewer
+  than 6 logged rewards are not judged on it) and 1 evaluation (each is already a mean over problems).  Also
+  collapsed: an entropy blow-up, `policy/entropy` ending at 3x its start or more (means over the end and start
+  windows) while `reward/mean` falls (its end under its start by 0.05, or under half of it); and the evaluation
+  the report uses solving no held-out problem of the training task (or of its designated held-out task,
+  `eval_task_resolved`) at its largest k (pass@16 = 0) although the training reward started above 0 and the run
+  did learn (not never_learned) [our addition: it needs no periodic evaluation].
 * stalled: no informative group in the last quarter of the steps (at least 2): every step there has
   `acr/all` == 1 (every group all right or all wrong) or `update/rows_trained` == 0.
+* never_learned: the training `reward/mean` averaged over every window of 10% of its steps (`edge_fraction`, at
+  least 3) never above 0.02 (`never_learned`): the run had almost no right answer to learn from, so an end
+  with nothing solved is no fall.  A note (`NOTES`), named beside its arm's health without a warning
+  (`shown_notes`: 'ok (never learned: seed 3)'): the run is a real outcome of its method and seed, and the arm's
+  score counts it.
 * entropy_decayed: `policy/entropy` at the end (mean of the end window) under 5% of its first finite value or under
   0.001 nats per token.  A policy turning deterministic is worth knowing (pass@k at large k suffers), but on its own
   it is not a collapse: an improving run's entropy decays; the score decides collapse.  So it is a note
   (`NOTES`): runs.parquet keeps the label and the run health lists the run, but the run counts as ok for its arm
   (`summarize`): it marks no comparison `unhealthy` and no verdict cell.
 Windows: the start and end windows hold 10% of the finite values (`edge_fraction`), at least 3 (`MIN_EDGE`).
-A run with findings of several states is labelled by the first of diverged, collapsed, stalled, entropy_decayed;
-the evidence lists every finding.  A run without training metrics (a plain eval) is `ok` unless its evaluations
-show a collapse.
+A run with findings of several states is labelled by the first of diverged, collapsed, stalled, never_learned,
+entropy_decayed; the evidence lists every finding.  A run without training metrics (a plain eval) is `ok` unless its
+evaluations show a collapse.
 
 Mechanisms (issue 23): a method whose mechanism acts on some steps only (AVSPO augments a group, HA-DW moves its
 anchor, DAPO filters groups) logs `mechanism/<name>/acted` (0 or 1) per step.  `mechanism_activity` gives the
@@ -54,8 +65,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-STATES = ("ok", "diverged", "collapsed", "stalled", "entropy_decayed")  # after "ok": the order a label is chosen in
-NOTES = ("entropy_decayed",)  # labels worth showing that do not make a run unfit to compare (module docstring)
+STATES = ("ok", "diverged", "collapsed", "stalled", "never_learned", "entropy_decayed")  # after "ok": label order
+NOTES = ("never_learned", "entropy_decayed")  # labels worth showing that do not make a run unfit to compare
+SHOWN_NOTES = ("never_learned",)  # notes named beside the arm's health (`shown_notes`), without a warning
+MIN_NOISE = 5  # points of a score at least for its noise band (4 differences: df 3)
+MIN_SMOOTH = 2  # steps of reward/mean in its trailing mean at least (the collapse rule)
 MIN_EDGE = 3  # steps in the start and end windows of reward/entropy at least (one noisy step decides nothing)
 INERT_FRACTION = 0.05  # a mechanism acting on fewer steps than this trained as its base
 INERT = "inert: trained as its base"
@@ -72,7 +86,9 @@ class Thresholds:
 
     collapse_fraction: float = _f(0.5, "the smoothed score ending under this x its smoothed running peak")
     collapse_min_drop: float = _f(0.05, "... and at least this far under it (score units)")
-    smooth_fraction: float = _f(0.05, "trailing-mean window of the score, as a fraction of its points")
+    smooth_fraction: float = _f(0.03, "trailing-mean window of the score, as a fraction of its points")
+    collapse_alpha: float = _f(0.01, "the fall from peak to end must exceed noise at this level (fall_band)")
+    never_learned: float = _f(0.02, "the smoothed reward/mean never above this (near zero): never_learned")
     entropy_blowup: float = _f(3.0, "policy/entropy ending at this x its start or more while reward/mean falls")
     entropy_fraction: float = _f(0.05, "policy/entropy ending under this x its first value: entropy_decayed")
     entropy_floor: float = _f(1e-3, "policy/entropy ending under this many nats per token: entropy_decayed")
@@ -163,29 +179,75 @@ def _edges(m: pd.DataFrame, col: str, t: Thresholds):
     return float(head[col].mean()), _span(head), float(tail[col].mean()), _span(tail)
 
 
+def noise_sd(values: np.ndarray) -> tuple[float, int]:
+    """(sigma, df): the per-point noise sd of a series from its own step-to-step changes, the sample sd of its first
+    differences / sqrt(2) (a difference of two independent points has sd sqrt(2) sigma; a steady trend only moves
+    the differences' mean), and the degrees of freedom of that estimate (differences - 1).  (0, 0) for a series of
+    fewer than MIN_NOISE points: too few to tell noise from trend."""
+    diffs = np.diff(np.asarray(values, dtype=np.float64))
+    if len(diffs) < MIN_NOISE - 1:
+        return 0.0, 0
+    return float(np.std(diffs, ddof=1)) / math.sqrt(2), len(diffs) - 1
+
+
+def fall_band(sigma: float, df: int, window: int, windows: int, alpha: float) -> float:
+    """How far the highest of `windows` trailing means of `window` points may stand above the last one by noise
+    alone: q sqrt(2 / window) sigma, q the Student t quantile 1 - alpha / windows with the df of sigma (Bonferroni
+    over the windows the peak was picked from; the difference of two window means has sd sqrt(2 / window) sigma;
+    t, not normal, because sigma is itself estimated).  0 without a noise estimate (df 0)."""
+    if df < 1:
+        return 0.0
+    return float(stats.t.isf(alpha / max(windows, 1), df)) * math.sqrt(2.0 / window) * sigma
+
+
 def _peak_collapse(part: pd.DataFrame, col: str, label: str, window: int, t: Thresholds) -> list[str]:
     """The smoothed (trailing mean over `window` points) `col` of `part` (step, col) ending under collapse_fraction
-    x its peak and at least collapse_min_drop under it."""
+    x its peak, at least collapse_min_drop under it, and under it by more than the run's noise band (`fall_band`
+    of `noise_sd` over the points before the end window, so that the fall itself is not counted as noise): the
+    peak was real, not the highest of many noisy windows."""
     if len(part) < max(2, window + 1):
         return []
     smooth = part[col].rolling(window).mean().to_numpy()
     peak_at = int(np.nanargmax(smooth))
     peak, end = float(smooth[peak_at]), float(smooth[-1])
-    if end >= t.collapse_fraction * peak or peak - end < t.collapse_min_drop:
+    sigma, df = noise_sd(part[col].to_numpy()[: len(part) - window])  # before the end window: the fall is no noise
+    band = fall_band(sigma, df, window, len(part) - window + 1, t.collapse_alpha)
+    if end >= t.collapse_fraction * peak or peak - end < max(t.collapse_min_drop, band):
         return []
     at = lambda i: _span(part.iloc[i - window + 1 : i + 1])  # noqa: E731
+    noise = f", over its noise band {_g(band)} (noise sd {_g(sigma)})" if df else ""
     return [
         f"{label} {_g(peak)} at its peak ({at(peak_at)}) -> {_g(end)} at the end ({at(len(part) - 1)}), under "
-        f"{_g(t.collapse_fraction)}x its peak (trailing mean of {window})"
+        f"{_g(t.collapse_fraction)}x its peak (trailing mean of {window}){noise}"
     ]
+
+
+def _reward_window(n: int, t: Thresholds) -> int:
+    return max(MIN_SMOOTH, int(t.smooth_fraction * n))
 
 
 def _reward_collapse(m: pd.DataFrame, t: Thresholds) -> list[str]:
     part = _finite(m, "reward/mean")
     if part is None or len(part) < 2 * MIN_EDGE:
         return []
-    window = max(MIN_EDGE, int(t.smooth_fraction * len(part)))
-    return _peak_collapse(part.reset_index(drop=True), "reward/mean", "reward/mean", window, t)
+    return _peak_collapse(part.reset_index(drop=True), "reward/mean", "reward/mean", _reward_window(len(part), t), t)
+
+
+def _never_learned(m: pd.DataFrame, t: Thresholds) -> list[str]:
+    """The training reward's mean over every window of `edge_fraction` of its steps (at least MIN_EDGE) never above
+    `never_learned`: the run had almost no right answer to learn from, so it cannot have collapsed from anything (at
+    least 2 x MIN_EDGE steps)."""
+    part = _finite(m, "reward/mean")
+    if part is None or len(part) < 2 * MIN_EDGE:
+        return []
+    window = max(MIN_EDGE, math.ceil(t.edge_fraction * len(part)))
+    peak = float(part["reward/mean"].rolling(window).mean().max())
+    if peak > t.never_learned:
+        return []
+    return [
+        f"reward/mean at most {_g(peak)} (trailing mean of {window}) over {_span(part)}, never above "
+        f"{_g(t.never_learned)}: no rise to collapse from"
+    ]
 
 
 def _heldout(evals: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
@@ -308,7 +370,9 @@ def classify(
         m = metrics.sort_values("step", kind="stable").reset_index(drop=True)
         found["diverged"] = _nonfinite(m) + _grad_blowup(m, t)
         found["collapsed"] += [] if periodic else _reward_collapse(m, t)
-        found["collapsed"] += _entropy_blowup(m, t) + _nothing_solved(m, final, tasks)
+        found["never_learned"] = _never_learned(m, t)
+        never = bool(found["never_learned"])  # nothing solved at the end is then no fall
+        found["collapsed"] += _entropy_blowup(m, t) + ([] if never else _nothing_solved(m, final, tasks))
         found["stalled"] = _stall(m, t)
         found["entropy_decayed"] = _entropy_decay(m, t)
         activity = mechanism_activity(m)
@@ -323,17 +387,32 @@ def is_ok(state: str) -> bool:
     return state == "ok" or state in NOTES
 
 
+def _seed_lists(states: Sequence[str], seeds: Sequence, keep) -> dict[str, list[str]]:
+    """state -> the seeds (as text, '-' for none) of the runs whose state `keep` accepts."""
+    out: dict[str, list[str]] = {}
+    for state, seed in zip(states, seeds):
+        if keep(state):
+            name = "-" if seed is None or (isinstance(seed, float) and np.isnan(seed)) else str(int(seed))
+            out.setdefault(state, []).append(name)
+    return out
+
+
+def _seeds_text(by_state: dict[str, list[str]], name=lambda s: s) -> str:
+    return "; ".join(f"{name(s)}: seed{'s' if len(v) > 1 else ''} {', '.join(v)}" for s, v in sorted(by_state.items()))
+
+
 def summarize(states: Sequence[str], seeds: Sequence) -> str:
     """'ok' when every run is ok or only noted (`NOTES`), else 'collapsed: seed 1; stalled: seeds 2, 3' (runs of
     one arm)."""
-    bad: dict[str, list[str]] = {}
-    for state, seed in zip(states, seeds):
-        if not is_ok(state):
-            name = "-" if seed is None or (isinstance(seed, float) and np.isnan(seed)) else str(int(seed))
-            bad.setdefault(state, []).append(name)
-    if not bad:
-        return "ok"
-    return "; ".join(f"{s}: seed{'s' if len(v) > 1 else ''} {', '.join(v)}" for s, v in sorted(bad.items()))
+    bad = _seed_lists(states, seeds, lambda s: not is_ok(s))
+    return _seeds_text(bad) if bad else "ok"
+
+
+def shown_notes(states: Sequence[str], seeds: Sequence) -> str:
+    """'never learned: seeds 2, 3' for the runs of one arm labelled with a note shown beside the arm's health
+    (`SHOWN_NOTES`), '' when none: not a warning, but the arm's score counts those runs' near-zero ones."""
+    noted = _seed_lists(states, seeds, lambda s: s in SHOWN_NOTES)
+    return _seeds_text(noted, lambda s: s.replace("_", " "))
 
 
 def inert_note(runs: pd.DataFrame) -> str:

@@ -10,7 +10,7 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from benchctl.report.health import INERT_FRACTION, STATES, inert_arms
+from benchctl.report.health import INERT_FRACTION, STATES, inert_arms, shown_notes
 from benchctl.report.stats import arm_health
 
 
@@ -66,19 +66,30 @@ WARN = "\u26a0 "  # marks a health cell that is not ok
 
 def health_by_arm(runs: pd.DataFrame | None) -> dict[str, str]:
     """arm -> 'ok' or its runs that are not ok ('collapsed: seed 1', from `stats.arm_health`), led by
-    'inert: trained as its base (...)' when the arm's mechanism did not act (`health.inert_arms`)."""
+    'inert: trained as its base (...)' when the arm's mechanism did not act (`health.inert_arms`), followed by
+    its runs that never learned ('ok (never learned: seed 3)', `health.shown_notes`)."""
     if runs is None or "health" not in runs:
         return {}
     inert, out = inert_arms(runs), {}
     for arm in runs["arm"].unique():
         state = arm_health(runs, arm)
+        own = runs[runs["arm"] == arm]
+        note = shown_notes(own["health"].tolist(), own["seed"].tolist())
+        state = state if not note else f"ok ({note})" if state == "ok" else f"{state}; {note}"
         out[arm] = state if arm not in inert else inert[arm] + ("" if state == "ok" else f"; {state}")
     return out
 
 
+def _warns(state: str) -> bool:
+    """Whether a health text names something not ok: any '; '-part other than 'ok', 'ok (<notes>)' or a shown
+    note ('never learned: seed 3')."""
+    parts = state.split("; ")
+    return any(p != "ok" and not p.startswith("ok (") and not p.startswith("never learned:") for p in parts)
+
+
 def health_cell(state: str) -> Cell:
-    """'ok' as text, anything else marked WARN."""
-    return Cell(state, Kind.TEXT) if state == "ok" else Cell(WARN + state, Kind.WARN)
+    """'ok' (or 'ok (never learned: seed 3)') as text, anything else marked WARN."""
+    return Cell(WARN + state, Kind.WARN) if _warns(state) else Cell(state, Kind.TEXT)
 
 
 def diff_kind(c) -> Kind:

@@ -4,10 +4,17 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
+from scipy.integrate import quad
 from statsmodels.stats.multitest import multipletests
 
 from benchctl.report import ReportConfig, build_report
-from benchctl.report.stats import crossed_estimate, crossed_variance, mean_squares, minimum_detectable_effect
+from benchctl.report.stats import (
+    crossed_estimate,
+    crossed_variance,
+    mean_squares,
+    minimum_detectable_effect,
+    plugin_mde,
+)
 
 from .fixtures import train_config, write_matrix
 
@@ -91,13 +98,31 @@ def test_one_seed_gives_an_estimate_without_interval(tmp_path):
     assert row["too_few_seeds"] and np.isnan(row["seed_std"])
 
 
-def test_mde_at_many_df_is_z_plus_z_power_standard_errors_and_matches_the_paired_t_tables():
+def test_mde_at_many_df_is_z_plus_z_power_standard_errors_and_the_plugin_matches_the_paired_t_tables():
     assert minimum_detectable_effect(0.01, 1e7, alpha=0.05) == pytest.approx(
         0.01 * (sps.norm.ppf(0.975) + sps.norm.ppf(0.8)), rel=1e-3
     )
     # Cohen (1988), paired t, two-sided alpha 0.05, power 0.8: n = 10 detects d = 0.994 (se = sd / sqrt(10))
-    assert minimum_detectable_effect(0.1 / np.sqrt(10), 9, alpha=0.05) == pytest.approx(0.0994, abs=0.0005)
+    assert plugin_mde(0.1 / np.sqrt(10), 9, alpha=0.05) == pytest.approx(0.0994, abs=0.0005)
     assert np.isnan(minimum_detectable_effect(np.nan, 4, 0.05)) and minimum_detectable_effect(0.0, 4, 0.05) == 0
+
+
+@pytest.mark.parametrize("df", [2, 4, 9])
+def test_printed_mde_is_detected_with_80pct_power_on_average_over_the_se_it_is_computed_from(df):
+    """The printed mde is delta * se_hat with se_hat = u se, u ~ sqrt(chi2(df) / df): a true effect that large
+    is detected with probability power(delta u); its mean over u (integrated here with quad, not the mde's own
+    nodes) is 0.8, and delta exceeds the plug-in's noncentrality, by a factor 1.55 at df 2."""
+    delta, crit = minimum_detectable_effect(1.0, df, 0.05), sps.t.ppf(0.975, df)
+
+    def power_at(u: float) -> float:  # power(delta u) x the density of u = chi(df) / sqrt(df)
+        upper, lower = sps.nct.sf(crit, df, delta * u), sps.nct.cdf(-crit, df, delta * u)
+        power = np.nan_to_num(upper, nan=1.0) + np.nan_to_num(lower, nan=0.0)
+        return power * sps.chi.pdf(u * np.sqrt(df), df) * np.sqrt(df)
+
+    average = quad(power_at, 0, 8, limit=200)[0]  # P(u > 8) < 1e-9 at df >= 2
+    assert average == pytest.approx(0.8, abs=2e-3)
+    plugin = plugin_mde(1.0, df, 0.05)
+    assert delta > plugin and (df != 2 or delta / plugin == pytest.approx(1.55, abs=0.01))
 
 
 def test_mde_shrinks_with_more_seeds_and_grows_with_the_family_size():
