@@ -123,9 +123,9 @@ def token_budget_split(batch: Batch, micro_batch_tokens: int, overhead: int = BU
     longest completion among them, the width `Batch.trim` leaves) stays <= `micro_batch_tokens`. A row wider
     than the budget alone gets a micro-batch of its own (a row is never split).
 
-    The policy loss is a sum over rows with weights computed over the whole mini-batch (`losses.py`), so the
-    micro-batches' losses and gradients add up to the mini-batch's; this only bounds the activations of one
-    forward/backward, whatever the number of rows per step."""
+    The policy loss is a sum over rows with weights computed over the whole mini-batch
+    (`benchctl.losses.aggregation`), so the micro-batches' losses and gradients add up to the mini-batch's; this only
+    bounds the activations of one forward/backward, whatever the number of rows per step."""
     if micro_batch_tokens < 1:
         raise ValueError(f"micro_batch_tokens must be >= 1, got {micro_batch_tokens}")
     prompt = batch.attention_mask[:, : batch.prompt_width].sum(dim=1).tolist()  # (N,) real prompt tokens

@@ -82,7 +82,7 @@ class Policy:
 @dataclass(frozen=True)
 class Loss:
     """The objective the update minimises: the policy loss from the registry (`benchctl.losses`: ppo_clip, gspo,
-    cispo, ...), its aggregation (`trainers.losses.aggregation_weights`), the k3 KL coefficient to the reference, and
+    cispo, ...), its aggregation (`benchctl.losses.aggregation`), the k3 KL coefficient to the reference, and
     the rollout correction of the engine/trainer mismatch."""
 
     policy_loss: Any  # benchctl.losses.Loss: loss(logp, old_logp, adv, mask, weights, kl_coef=, ref_log_prob=)
@@ -90,6 +90,18 @@ class Loss:
     kl_coef: float
     max_tokens: int  # the constant of seq-mean-token-sum-norm (Dr.GRPO)
     correction: Any  # rollout_correction.RolloutCorrection
+
+    def active_rows(self, token_adv, mask):
+        """Rows (N,) whose loss can be non-zero: some real token with a non-zero advantage, or any row when KL is on.
+
+        A row with A = 0 on every token has l_pg = max(-0 r, -0 clip(r)) = 0 and zero gradient, so leaving it out
+        of the forward pass changes neither the loss nor the gradient (the aggregation weights count every row).
+        token_adv, mask: (N, T)."""
+        import torch
+
+        if self.kl_coef > 0.0:
+            return torch.ones(token_adv.shape[0], dtype=torch.bool, device=token_adv.device)
+        return ((token_adv != 0) & (mask > 0)).any(dim=1)  # (N,)
 
 
 def train_task(name: str):

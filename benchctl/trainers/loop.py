@@ -19,7 +19,7 @@
 The trainer never branches on an estimator's or a loss's name: an estimator asks for OAR's importance scores through
 `est.token_scores`, computed for the rows with a non-zero advantage only (token advantages are A x w, contract.md §7).
 Rows whose token advantages are all zero are left out of the forward/backward when no KL term needs them; the
-aggregation weights still count them, so loss and gradient are those of the full batch (`losses.active_rows`): most
+aggregation weights still count them, so loss and gradient are those of the full batch (`Loss.active_rows`): most
 of the speed once ACR grows. Entropy and the engine/policy gap are measured on rows chosen without looking at
 advantages (`measure`), so every arm is measured alike.
 """
@@ -35,6 +35,7 @@ import pyarrow as pa
 import torch
 
 from benchctl.estimators._common import group_stats
+from benchctl.losses.aggregation import aggregation_weights
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
 from benchctl.trainers.batch import length_buckets, pack, sampled_logprobs, token_budget_split
@@ -42,7 +43,6 @@ from benchctl.trainers.build import Loss, Policy, Sampler, build
 from benchctl.trainers.config import TrainConfig, eval_due, evaluates
 from benchctl.trainers.device import compute_context, deterministic, threads
 from benchctl.trainers.heldout import evaluate
-from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics
 from benchctl.trainers.policy import chunked_sequence_logprobs, sequence_logprobs, token_logprobs, token_stats
 from benchctl.trainers.rollout_correction import correction, mismatch_metrics
 from benchctl.trainers.run_folder import TrainState, resume_step
@@ -321,7 +321,7 @@ def update(
     n = batch.tokens.shape[0]
     splits = min(cfg.mini_batches, n)
     active = (
-        active_rows(token_adv, batch.mask, loss.kl_coef)
+        loss.active_rows(token_adv, batch.mask)
         if cfg.skip_zero_advantage
         else torch.ones(n, dtype=torch.bool, device=token_adv.device)
     )  # (N,)
@@ -389,7 +389,7 @@ def _minibatch_step(
             )
         value.backward()
         parts.append((m, float(mask[idx, :t].sum())))
-    metrics = dict(combine_metrics(parts))
+    metrics = M.combine_metrics(parts)
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
     metrics["policy/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(policy.model.parameters(), max_norm))
     policy.optimizer.step()

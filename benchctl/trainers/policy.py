@@ -93,6 +93,12 @@ def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return picked - torch.logsumexp(logits, dim=-1)
 
 
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy of softmax(logits) per position (N, T), without keeping a (N, T, V) probability tensor alive."""
+    logz = torch.logsumexp(logits, dim=-1, keepdim=True)  # (N, T, 1)
+    return logz.squeeze(-1) - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)
+
+
 def sequence_logprobs(model, batch: Batch, temperature: float, chunk: int = 256) -> torch.Tensor:
     """Token log-probs (N, T) without gradient (old/reference policy), 0 on padding; rows in `length_buckets`
     of at most `chunk` rows, each trimmed of its padding columns."""
@@ -139,7 +145,7 @@ def chunked_logprobs_entropy(
     hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor, temperature: float, chunk_tokens: int = 1024
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Token log-probs and entropies (N, T) of logits = hidden @ weight.T / temperature, never holding more than
-    `chunk_tokens` x V logits: equal to `gather_logprobs(logits, tokens)` and `losses.token_entropy(logits)` of
+    `chunk_tokens` x V logits: equal to `gather_logprobs(logits, tokens)` and `token_entropy(logits)` of
     the full (N, T, V) logits, to float rounding.
 
     hidden (N, T, D), weight (V, D) (`lm_head_weight`), tokens (N, T). The N*T positions are flattened and cut
@@ -196,8 +202,6 @@ def token_logprobs(
     if chunk_tokens:
         hidden = completion_hidden(model, batch)
         return chunked_logprobs_entropy(hidden, lm_head_weight(model), batch.tokens, temperature, chunk_tokens)
-    from benchctl.trainers.losses import token_entropy
-
     logits = completion_logits(model, batch, temperature)  # (N, T, V)
     return gather_logprobs(logits, batch.tokens), token_entropy(logits) if entropy else None
 
@@ -208,8 +212,6 @@ def token_stats(
     """No-grad (log-prob, entropy, sum_v pi_v^2) (N, T) per completion token: `token_logprobs(..., entropy=True)`'s
     two (the same numbers) and the probabilities' squared norm, which with pi(y_t) gives the squared norm of the
     score's logit gradient, |e_y - pi|^2 = 1 - 2 pi(y_t) + sum_v pi_v^2 (veRL's W-score of the variance proxy)."""
-    from benchctl.trainers.losses import token_entropy
-
     with torch.no_grad():
         if not chunk_tokens:
             logits = completion_logits(model, batch, temperature)  # (N, T, V)
