@@ -1,10 +1,10 @@
 """Rollouts as tensors: `Batch` (prompt left-padded, completion right-padded, so every completion starts at
-column `prompt_width`), packing, length buckets and token-budget micro-batches. Used by the forward paths
-(`benchctl.trainers.policy`), the update and the OAR scorers."""
+column `prompt_width`), packing, length buckets and token-budget micro-batches: the pieces a batch is forwarded in
+(`pieces`). Used by the forward paths (`benchctl.trainers.policy`), the update and the OAR scorers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,6 +142,21 @@ def token_budget_split(batch: Batch, micro_batch_tokens: int, overhead: int = BU
             widest_p, widest_c = p, c
         out.append(bucket[start:])
     return out
+
+
+def pieces(
+    batch: Batch, micro_batch_tokens: int | None = None, max_rows: int | None = None
+) -> Iterator[tuple[torch.Tensor, Batch]]:
+    """The forwards `batch` is cut into, in order: (row index (n,), those rows trimmed of their padding columns)
+    per piece; token-budget micro-batches (`token_budget_split`) with `micro_batch_tokens`, else length buckets
+    (`length_buckets`), each cut into runs of at most `max_rows` rows when given; no piece for an empty batch."""
+    if micro_batch_tokens:
+        index = token_budget_split(batch, micro_batch_tokens)
+    else:
+        buckets = length_buckets(batch)
+        index = [run for bucket in buckets for run in torch.split(bucket, max_rows)] if max_rows else buckets
+    for rows in index:
+        yield rows, batch.rows(rows).trim()
 
 
 def sampled_logprobs(samples, batch: Batch) -> torch.Tensor:
