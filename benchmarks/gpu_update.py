@@ -92,7 +92,7 @@ def child(spec: dict) -> dict:
     from benchctl.trainers.build import Loss, build_policy
     from benchctl.trainers.config import TrainConfig, resolved_loss, rollout_correction
     from benchctl.trainers.loop import measure, update
-    from benchctl.trainers.policy import token_logprobs
+    from benchctl.trainers.policy import forward_stats
     from benchctl.trainers.runtime import PhaseTimer
 
     device = spec["device"]
@@ -136,9 +136,9 @@ def child(spec: dict) -> dict:
 
         sub = batch.rows(torch.arange(min(16, spec["rows"]), device=batch.tokens.device)).trim()
         with torch.no_grad():
-            exact = token_logprobs(policy.model, sub, 1.0, None)[0].float()
+            exact = forward_stats(policy.model, sub, 1.0).logprobs.float()
             with compute_context(torch.bfloat16, device):
-                low = token_logprobs(policy.model, sub, 1.0, None)[0].float()
+                low = forward_stats(policy.model, sub, 1.0).logprobs.float()
         gap = (exact - low).abs()[sub.mask > 0]
         out["bf16_gap"] = {"max": float(gap.max()), "median": float(gap.median()), "mean_logprob": float(
             exact[sub.mask > 0].mean())}  # fmt: skip

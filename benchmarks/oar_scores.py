@@ -25,7 +25,7 @@ import torch
 from benchctl.results.runs import resolve_model
 from benchctl.tasks import get_task
 from benchctl.trainers.batch import Batch, length_buckets, pack
-from benchctl.trainers.policy import token_logprobs
+from benchctl.trainers.policy import forward_stats
 from benchctl.trainers.scores import Scoring, _gradient_scores, answer_masks, gradient_scores, perturbation_scores
 
 
@@ -56,7 +56,7 @@ def reference(model, batch: Batch) -> None:
     model.zero_grad()
     for index in length_buckets(batch):
         sub = batch.rows(index).trim()
-        logp, _ = token_logprobs(model, sub, 1.0)
+        logp = forward_stats(model, sub, 1.0).logprobs
         (logp * sub.mask).sum().backward()
 
 

@@ -78,17 +78,16 @@ def loss_terms(batch, lp):
     """The policy loss of `lp` (rows, t) for `batch` (token-mean weights over these rows, random advantages)."""
     import torch
 
-    from benchctl.trainers.losses import policy_loss
+    from benchctl.losses import get_loss
 
     adv = torch.randn(batch.tokens.shape, generator=torch.Generator().manual_seed(1)) * batch.mask
     weights = batch.mask / batch.mask.sum()
-    return policy_loss(lp, lp.detach(), adv, weights, batch.mask, clip_low=0.2, clip_high=0.28)[0]
+    return get_loss("ppo_clip", clip_low=0.2, clip_high=0.28)(lp, lp.detach(), adv, batch.mask, weights)[0]
 
 
 def step_full(model, batch, context, temperature=1.0):
     from benchctl.trainers.batch import length_buckets
-    from benchctl.trainers.losses import token_entropy
-    from benchctl.trainers.policy import completion_logits, gather_logprobs
+    from benchctl.trainers.policy import completion_logits, gather_logprobs, token_entropy
 
     for bucket in length_buckets(batch):
         sub = batch.rows(bucket).trim()

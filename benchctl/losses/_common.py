@@ -1,32 +1,45 @@
-"""Shared pieces of the policy losses: the aggregation (docs/contract.md §6, reused from the trainer), ratios, metrics.
+"""Shared pieces of the policy losses: the token ratio, the clipped surrogate, the k3 KL, and the metrics.
 
 Shapes: N rollouts (rows) x T completion tokens; every tensor argument of a loss is (N, T); `response_mask` is 1.0 on
-real completion tokens. `loss_agg_mode` is either a mode name (docs/contract.md §6), aggregated over the rows given (the
-Dr.GRPO constant is then T, veRL's `loss_scale_factor=None` horizon; DGPO's rows are all non-degenerate), or the (N, T)
-weights `benchctl.trainers.losses.aggregation_weights` computed over a whole mini-batch: the trainer's form, so that the
-losses of its micro-batches add up to the mini-batch's loss.
+real completion tokens. `loss_agg_mode` is a mode name or the trainer's (N, T) weights (`benchctl.losses.aggregation`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from benchctl.trainers.losses import aggregation_weights
+from benchctl.losses.aggregation import float_mask
 
 
-def agg_weights(response_mask: torch.Tensor, loss_agg_mode: str | torch.Tensor) -> torch.Tensor:
-    """Per-token weights W (N, T) with loss = sum(W * l): the given weights, or the named mode's over these rows."""
-    if isinstance(loss_agg_mode, torch.Tensor):
-        return loss_agg_mode.to(response_mask.dtype)
-    mask = _float(response_mask)
-    every_row = torch.ones(mask.shape[0], dtype=torch.bool, device=mask.device)  # (N,)
-    return aggregation_weights(mask, loss_agg_mode, every_row, mask.shape[1])
+def log_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, level: str) -> torch.Tensor:
+    """log pi/pi_old per token (N, T); `sequence` (GSPO, arXiv:2507.18071 Eq. 7): the length-normalised sequence log
+    ratio (1/|o_i|) sum_t log(pi/pi_old), broadcast over the row's tokens (its gradient flows to every token)."""
+    diff = (logp - old_logp) * mask  # (N, T)
+    if level == "token":
+        return diff
+    seq = diff.sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp(min=1.0)  # (N, 1)
+    return seq.expand_as(diff)
 
 
-def aggregate(per_token: torch.Tensor, response_mask: torch.Tensor, loss_agg_mode: str | torch.Tensor) -> torch.Tensor:
-    """sum(W * l) over (N, T), W from `agg_weights`; padding tokens have W = 0 (their l never reaches the loss)."""
-    weights = agg_weights(response_mask, loss_agg_mode)
-    return (weights * torch.where(weights != 0, per_token, torch.zeros_like(per_token))).sum()
+def clipped_surrogate(
+    log_r: torch.Tensor, adv: torch.Tensor, clip_low: float, clip_high: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-token PPO loss max(-A r, -A clip(r, 1 - clip_low, 1 + clip_high)) (N, T) (PPO, arXiv:1707.06347 Eq. 7;
+    DAPO's decoupled clip-higher, arXiv:2503.14476 Eq. 10), and the masks of tokens where the low / high clip is
+    binding (A < 0 and r < 1 - clip_low; A > 0 and r > 1 + clip_high)."""
+    ratio = torch.exp(log_r)  # (N, T)
+    unclipped = -adv * ratio
+    clipped = -adv * torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
+    low = (adv < 0) & (ratio < 1.0 - clip_low)
+    high = (adv > 0) & (ratio > 1.0 + clip_high)
+    return torch.maximum(unclipped, clipped), low, high
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """k3 estimator of KL(pi || pi_ref) per token (Schulman 2020; DeepSeekMath arXiv:2402.03300 Eq. 4):
+    exp(ref - logp) - (ref - logp) - 1 >= 0 (N, T)."""
+    delta = ref_logp - logp
+    return torch.exp(delta) - delta - 1.0
 
 
 def token_mean(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
@@ -37,11 +50,7 @@ def token_mean(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tenso
 
 def fraction(flags: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
     """Detached fraction of real tokens where the boolean `flags` (N, T) hold."""
-    return token_mean(flags.to(_float(response_mask).dtype), response_mask)
-
-
-def _float(mask: torch.Tensor) -> torch.Tensor:
-    return mask if mask.is_floating_point() else mask.to(torch.get_default_dtype())
+    return token_mean(flags.to(float_mask(response_mask).dtype), response_mask)
 
 
 def seq_mean(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:

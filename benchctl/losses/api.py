@@ -16,9 +16,9 @@ from typing import Any
 
 from benchctl.errors import BenchctlError
 from benchctl.estimators.info import ARXIV, HyperParam, doc_fields
-from benchctl.losses._common import aggregate, token_mean
+from benchctl.losses._common import k3_kl, token_mean
+from benchctl.losses.aggregation import aggregate
 from benchctl.losses.registry import LossSpec, get_spec, registered_names
-from benchctl.trainers.losses import k3_kl
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(?:\((.*)\))?\s*$", re.S)
 
@@ -52,7 +52,7 @@ class Loss:
         TRL's beta term) under the same aggregation. The trainer's one registry call, with `loss_agg_mode` the
         (N, T) weights `aggregation_weights` gives over the whole mini-batch and `response_mask` the tokens left
         after a rollout correction's rejection; metrics are 0-d detached tensors (`loss/*` add over micro-batches,
-        `policy/*` are token means: `benchctl.trainers.losses.combine_metrics`)."""
+        `policy/*` are token means: `benchctl.trainers.metrics.combine_metrics`)."""
         loss, metrics = self.spec.fn(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, self.params)
         if kl_coef > 0.0 and ref_log_prob is not None:
             kl = k3_kl(log_prob, ref_log_prob)  # (N, T)

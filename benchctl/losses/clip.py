@@ -1,8 +1,8 @@
 """Token-ratio losses: the PPO clipped surrogate (with DAPO's clip-higher and dual-clip), CISPO, GPG and DRO.
 
 r_t = pi(y_t) / pi_old(y_t) = exp(log_prob - old_log_prob) per token; l_t is the per-token loss, aggregated by
-`loss_agg_mode` (`benchctl.losses._common`). veRL 0.9.1 clamps log r_t to +-20 before exp in most losses; we do
-not [our choice]: identical below |log r_t| = 20, and `ppo_clip` stays bit-equal to the trainer's policy_loss.
+`loss_agg_mode` (`benchctl.losses.aggregation`). veRL 0.9.1 clamps log r_t to +-20 before exp in most losses; we do
+not [our choice]: identical below |log r_t| = 20, and `ppo_clip` computes PPO's formula as written.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import torch
 
 from benchctl.estimators._common import hp, number
-from benchctl.losses._common import aggregate, base_metrics, fraction
+from benchctl.losses._common import base_metrics, clipped_surrogate, fraction
+from benchctl.losses.aggregation import aggregate
 from benchctl.losses.registry import register_loss
-from benchctl.trainers.losses import clipped_surrogate
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Signature: fn(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params) -> (loss, metrics)
 with (N, T) tensors, `log_prob` carrying the gradient, `loss_agg_mode` a docs/contract.md §6 mode or (N, T) weights
-(`benchctl.losses._common`), `params` the loss's frozen dataclass; `loss` is a 0-d tensor, `metrics` 0-d detached
+(`benchctl.losses.aggregation`), `params` the loss's frozen dataclass; `loss` is a 0-d tensor, `metrics` 0-d detached
 tensors under `loss/` and `policy/` (the caller converts them once per step, style §18).
 """
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import torch
 
 from benchctl.estimators._common import hp, number
-from benchctl.losses._common import aggregate, base_metrics, fraction, lengths, seq_mean, token_mean
+from benchctl.losses._common import base_metrics, clipped_surrogate, fraction, lengths, log_ratio, seq_mean, token_mean
+from benchctl.losses.aggregation import aggregate
 from benchctl.losses.registry import register_loss
-from benchctl.trainers.losses import clipped_surrogate, log_ratio
 
 
 @dataclass(frozen=True)

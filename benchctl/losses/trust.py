@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import torch
 
 from benchctl.estimators._common import hp, number
-from benchctl.losses._common import aggregate, base_metrics, fraction, token_mean
+from benchctl.losses._common import base_metrics, fraction, token_mean
+from benchctl.losses.aggregation import aggregate
 from benchctl.losses.registry import register_loss
 
 

@@ -1,10 +1,10 @@
 """Rollouts as tensors: `Batch` (prompt left-padded, completion right-padded, so every completion starts at
-column `prompt_width`), packing, length buckets and token-budget micro-batches. Used by the forward paths
-(`benchctl.trainers.policy`), the update and the OAR scorers."""
+column `prompt_width`), packing, length buckets and token-budget micro-batches: the pieces a batch is forwarded in
+(`pieces`). Used by the forward paths (`benchctl.trainers.policy`), the update and the OAR scorers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,9 +123,9 @@ def token_budget_split(batch: Batch, micro_batch_tokens: int, overhead: int = BU
     longest completion among them, the width `Batch.trim` leaves) stays <= `micro_batch_tokens`. A row wider
     than the budget alone gets a micro-batch of its own (a row is never split).
 
-    The policy loss is a sum over rows with weights computed over the whole mini-batch (`losses.py`), so the
-    micro-batches' losses and gradients add up to the mini-batch's; this only bounds the activations of one
-    forward/backward, whatever the number of rows per step."""
+    The policy loss is a sum over rows with weights computed over the whole mini-batch
+    (`benchctl.losses.aggregation`), so the micro-batches' losses and gradients add up to the mini-batch's; this only
+    bounds the activations of one forward/backward, whatever the number of rows per step."""
     if micro_batch_tokens < 1:
         raise ValueError(f"micro_batch_tokens must be >= 1, got {micro_batch_tokens}")
     prompt = batch.attention_mask[:, : batch.prompt_width].sum(dim=1).tolist()  # (N,) real prompt tokens
@@ -142,6 +142,21 @@ def token_budget_split(batch: Batch, micro_batch_tokens: int, overhead: int = BU
             widest_p, widest_c = p, c
         out.append(bucket[start:])
     return out
+
+
+def pieces(
+    batch: Batch, micro_batch_tokens: int | None = None, max_rows: int | None = None
+) -> Iterator[tuple[torch.Tensor, Batch]]:
+    """The forwards `batch` is cut into, in order: (row index (n,), those rows trimmed of their padding columns)
+    per piece; token-budget micro-batches (`token_budget_split`) with `micro_batch_tokens`, else length buckets
+    (`length_buckets`), each cut into runs of at most `max_rows` rows when given; no piece for an empty batch."""
+    if micro_batch_tokens:
+        index = token_budget_split(batch, micro_batch_tokens)
+    else:
+        buckets = length_buckets(batch)
+        index = [run for bucket in buckets for run in torch.split(bucket, max_rows)] if max_rows else buckets
+    for rows in index:
+        yield rows, batch.rows(rows).trim()
 
 
 def sampled_logprobs(samples, batch: Batch) -> torch.Tensor:

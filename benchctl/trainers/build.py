@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -37,6 +37,17 @@ from benchctl.trainers.config import (
 from benchctl.trainers.run_folder import RunFolder, TrainState
 from benchctl.trainers.trackers import Trackers
 
+if TYPE_CHECKING:  # annotations only: torch, transformers and vLLM load when a run is built
+    import torch
+    from transformers import PreTrainedModel
+
+    from benchctl.engine import Engine, SamplingConfig
+    from benchctl.estimators import Estimator
+    from benchctl.losses import Loss as PolicyLoss
+    from benchctl.tasks.base import Task
+    from benchctl.trainers.rollout_correction import RolloutCorrection
+    from benchctl.trainers.sync import Probe
+
 
 @dataclass(frozen=True)
 class Sampler:
@@ -44,10 +55,10 @@ class Sampler:
     step draws and how they are sampled (DAPO's dynamic sampling: up to `max_rounds` rounds), and the reward's
     overlong shaping (DAPO Eq. 13, `shaping.overlong_penalty`; penalty 0: off) and verifier noise (`reward_flip`)."""
 
-    engine: Any  # benchctl.engine.Engine, in-process vLLM
-    task: Any  # benchctl.tasks.Task: render, grade
+    engine: Engine  # in-process vLLM
+    task: Task  # render, grade
     problems: list
-    sampling: Any  # benchctl.engine.SamplingConfig: n = G, temperature, top_p, max_tokens, seed, logprobs
+    sampling: SamplingConfig  # n = G, temperature, top_p, max_tokens, seed, logprobs
     seed: int  # the data order's seed
     prompts_per_step: int
     dynamic_sampling: bool
@@ -67,13 +78,13 @@ class Policy:
     warm-up schedule, the device, the forward's precision over fp32 master weights, the cores, the pad token, and
     the source model (tokenizer files of every export)."""
 
-    model: Any  # transformers causal LM, fp32 weights
-    ref: Any  # the initial model, frozen; None when kl_coef = 0
-    optimizer: Any
-    scheduler: Any
+    model: PreTrainedModel  # causal LM, fp32 weights
+    ref: PreTrainedModel | None  # the initial model, frozen; None when kl_coef = 0
+    optimizer: torch.optim.Optimizer  # AdamW
+    scheduler: torch.optim.lr_scheduler.LRScheduler  # linear warm-up
     source: str  # the initial model (HF folder or hub id)
     device: str
-    compute_dtype: Any  # torch dtype of the forward (`device.compute_context`)
+    compute_dtype: torch.dtype  # of the forward (`device.compute_context`)
     threads: int
     pad_id: int
     param_stride: int = 1  # `weights.param_snapshot` stride of update/param_change
@@ -82,14 +93,26 @@ class Policy:
 @dataclass(frozen=True)
 class Loss:
     """The objective the update minimises: the policy loss from the registry (`benchctl.losses`: ppo_clip, gspo,
-    cispo, ...), its aggregation (`trainers.losses.aggregation_weights`), the k3 KL coefficient to the reference, and
+    cispo, ...), its aggregation (`benchctl.losses.aggregation`), the k3 KL coefficient to the reference, and
     the rollout correction of the engine/trainer mismatch."""
 
-    policy_loss: Any  # benchctl.losses.Loss: loss(logp, old_logp, adv, mask, weights, kl_coef=, ref_log_prob=)
+    policy_loss: PolicyLoss  # loss(logp, old_logp, adv, mask, weights, kl_coef=, ref_log_prob=)
     agg: str
     kl_coef: float
     max_tokens: int  # the constant of seq-mean-token-sum-norm (Dr.GRPO)
-    correction: Any  # rollout_correction.RolloutCorrection
+    correction: RolloutCorrection
+
+    def active_rows(self, token_adv, mask):
+        """Rows (N,) whose loss can be non-zero: some real token with a non-zero advantage, or any row when KL is on.
+
+        A row with A = 0 on every token has l_pg = max(-0 r, -0 clip(r)) = 0 and zero gradient, so leaving it out
+        of the forward pass changes neither the loss nor the gradient (the aggregation weights count every row).
+        token_adv, mask: (N, T)."""
+        import torch
+
+        if self.kl_coef > 0.0:
+            return torch.ones(token_adv.shape[0], dtype=torch.bool, device=token_adv.device)
+        return ((token_adv != 0) & (mask > 0)).any(dim=1)  # (N,)
 
 
 def train_task(name: str):
@@ -188,8 +211,8 @@ class Parts(NamedTuple):
     sampler: Sampler
     policy: Policy
     loss: Loss
-    estimator: Any  # benchctl.estimators.Estimator: the one registry call, with its cross-step state
-    probe: Any  # sync.Probe: the weight-sync check's fixed sequence and threshold
+    estimator: Estimator  # the one registry call, with its cross-step state
+    probe: Probe  # the weight-sync check's fixed sequence and threshold
     trackers: Trackers  # --report-to (a null object when none)
     eval_task: str | None  # the held-out task (None: no periodic evaluation)
 

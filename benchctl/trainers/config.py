@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from benchctl.errors import BenchctlError, check_range
+from benchctl.estimators.registry import LOSS_AGGS
 
-LOSS_AGGS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm", "token-mean-nondegenerate")
 RATIO_LEVELS = ("token", "sequence")
 DEVICES = ("auto", "cpu", "cuda")
 ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch

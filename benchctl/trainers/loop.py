@@ -19,7 +19,7 @@
 The trainer never branches on an estimator's or a loss's name: an estimator asks for OAR's importance scores through
 `est.token_scores`, computed for the rows with a non-zero advantage only (token advantages are A x w, contract.md §7).
 Rows whose token advantages are all zero are left out of the forward/backward when no KL term needs them; the
-aggregation weights still count them, so loss and gradient are those of the full batch (`losses.active_rows`): most
+aggregation weights still count them, so loss and gradient are those of the full batch (`Loss.active_rows`): most
 of the speed once ACR grows. Entropy and the engine/policy gap are measured on rows chosen without looking at
 advantages (`measure`), so every arm is measured alike.
 """
@@ -35,15 +35,15 @@ import pyarrow as pa
 import torch
 
 from benchctl.estimators._common import group_stats
+from benchctl.losses.aggregation import aggregation_weights
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
-from benchctl.trainers.batch import length_buckets, pack, sampled_logprobs, token_budget_split
+from benchctl.trainers.batch import pack, pieces, sampled_logprobs
 from benchctl.trainers.build import Loss, Policy, Sampler, build
 from benchctl.trainers.config import TrainConfig, eval_due, evaluates
 from benchctl.trainers.device import compute_context, deterministic, threads
 from benchctl.trainers.heldout import evaluate
-from benchctl.trainers.losses import active_rows, aggregation_weights, combine_metrics
-from benchctl.trainers.policy import chunked_sequence_logprobs, sequence_logprobs, token_logprobs, token_stats
+from benchctl.trainers.policy import STATS, chunked_sequence_logprobs, forward_stats, piecewise_stats, sequence_logprobs
 from benchctl.trainers.rollout_correction import correction, mismatch_metrics
 from benchctl.trainers.run_folder import TrainState, resume_step
 from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
@@ -262,13 +262,12 @@ def measure(
     mini-batch structure or the rollout correction. Also returns those rows' (log-prob, sum pi^2, advantage, mask)
     arrays for the variance proxy (`metrics.variance_proxy`), which needs the update's gradient norm."""
     rows = torch.arange(0, batch.tokens.shape[0], cfg.group_size, device=batch.tokens.device)  # (P,)
-    logp, entropy, sum_sq = (torch.zeros(batch.mask[rows].shape) for _ in range(3))  # (P, T)
-    with times("logprobs"), torch.no_grad(), compute_context(policy.compute_dtype, policy.device):
-        for piece in _pieces(cfg, batch.rows(rows)):
-            sub = batch.rows(rows[piece]).trim()
-            lp, ent, sq = token_stats(policy.model, sub, cfg.temperature, _chunk(cfg))
-            t, at = sub.tokens.shape[1], piece.cpu()
-            logp[at, :t], entropy[at, :t], sum_sq[at, :t] = lp.float().cpu(), ent.float().cpu(), sq.float().cpu()
+    with times("logprobs"), compute_context(policy.compute_dtype, policy.device):
+        stats = piecewise_stats(
+            policy.model, batch.rows(rows), cfg.temperature, want=STATS, micro_batch_tokens=cfg.micro_batch_tokens,
+            chunk=_chunk(cfg),
+        )  # fmt: skip
+        logp, entropy, sum_sq = (x.float().cpu() for x in (stats.logprobs, stats.entropy, stats.sum_sq))  # (P, T)
     mask, engine = batch.mask[rows].float().cpu(), engine_lp[rows].float().cpu()
     proxy_rows = (logp.numpy(), sum_sq.numpy(), token_adv[rows].float().cpu().numpy(), mask.numpy())
     tokens, diff = float(mask.sum()), (logp - engine).abs() * mask
@@ -281,12 +280,6 @@ def measure(
         "logprob/engine_gap_max": float(diff.max()),
         **mismatch_metrics(logp, engine, mask),
     }, proxy_rows
-
-
-def _pieces(cfg, batch) -> list[torch.Tensor]:
-    """Row-index tensors, one forward each: token-budget micro-batches with `micro_batch_tokens`, else length
-    buckets (both trimmed of their padding columns by the caller)."""
-    return token_budget_split(batch, cfg.micro_batch_tokens) if cfg.micro_batch_tokens else length_buckets(batch)
 
 
 def _chunk(cfg) -> int | None:
@@ -321,7 +314,7 @@ def update(
     n = batch.tokens.shape[0]
     splits = min(cfg.mini_batches, n)
     active = (
-        active_rows(token_adv, batch.mask, loss.kl_coef)
+        loss.active_rows(token_adv, batch.mask)
         if cfg.skip_zero_advantage
         else torch.ones(n, dtype=torch.bool, device=token_adv.device)
     )  # (N,)
@@ -362,7 +355,7 @@ def update(
 def _minibatch_step(
     cfg: TrainConfig, policy: Policy, loss: Loss, batch, mask, mb, mb_active, token_adv, nondegenerate, old, ref
 ) -> dict[str, float]:
-    """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in pieces (`_pieces`:
+    """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in pieces (`batch.pieces`:
     length buckets, or token-budget micro-batches), each trimmed of its padding columns, the forward and loss in
     the compute dtype; the pieces' losses (sums over rows) accumulate one gradient. `mask` (N, T): the tokens the
     loss aggregates (`batch.mask` less a rejection's tokens). Returns the step's loss metrics and
@@ -373,11 +366,10 @@ def _minibatch_step(
     # run gets the same zero grads from checkpoint.load_optimizer
     policy.optimizer.zero_grad(set_to_none=False)
     parts = []
-    for piece in _pieces(cfg, batch.rows(rows)):  # none when every row is skipped
-        sub, idx = batch.rows(rows[piece]).trim(), rows[piece]
-        t = sub.tokens.shape[1]
+    for piece, sub in pieces(batch.rows(rows), cfg.micro_batch_tokens):  # none when every row is skipped
+        idx, t = rows[piece], sub.tokens.shape[1]
         with compute_context(policy.compute_dtype, policy.device):
-            logp, _ = token_logprobs(policy.model, sub, cfg.temperature, _chunk(cfg))  # (b, t)
+            logp = forward_stats(policy.model, sub, cfg.temperature, chunk=_chunk(cfg)).logprobs  # (b, t)
             value, m = loss.policy_loss(  # the one loss registry call (benchctl.losses)
                 logp,
                 logp.detach() if old is None else old[idx, :t],
@@ -389,7 +381,7 @@ def _minibatch_step(
             )
         value.backward()
         parts.append((m, float(mask[idx, :t].sum())))
-    metrics = dict(combine_metrics(parts))
+    metrics = M.combine_metrics(parts)
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
     metrics["policy/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(policy.model.parameters(), max_norm))
     policy.optimizer.step()

@@ -1,4 +1,5 @@
-"""Per-step batch statistics of the trainer (rewards, advantage symmetry, responses), as namespaced floats.
+"""Per-step batch statistics of the trainer (rewards, advantage symmetry, responses, the loss over micro-batches), as
+namespaced floats.
 
 Logging only: advantages come from the estimator (`est.advantages`), never from here.
 """
@@ -86,3 +87,16 @@ def mechanism_metrics(acted: dict[str, float]) -> dict[str, float]:
     penalised a rollout, the noisy verifier flipped a reward). The report's `mechanism_acted_frac` is the least
     of their means over the steps; under 5% the arm is marked inert."""
     return {f"mechanism/{name}/acted": float(value) for name, value in acted.items()}
+
+
+def combine_metrics(parts: list[tuple[dict, float]]) -> dict[str, float]:
+    """The metrics of one policy-loss call over all rows of a mini-batch from calls over pieces of them:
+    `(metrics, tokens)` per piece. `loss/*` are sums over rows under the mini-batch's aggregation weights (added);
+    the rest are token means (weighted by tokens)."""
+    tokens = sum(n for _, n in parts)
+    out: dict[str, float] = {}
+    for metrics, n in parts:
+        for key, value in metrics.items():
+            share = 1.0 if key.startswith("loss/") else n / max(tokens, 1.0)
+            out[key] = out.get(key, 0.0) + float(value) * share
+    return out

@@ -8,9 +8,11 @@ completion starts at the same column `prompt_width` and the LM head runs only on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from benchctl.trainers.batch import Batch, length_buckets, token_budget_split
+from benchctl.trainers.batch import Batch, pieces
 
 
 def completion_logits(
@@ -93,17 +95,10 @@ def gather_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return picked - torch.logsumexp(logits, dim=-1)
 
 
-def sequence_logprobs(model, batch: Batch, temperature: float, chunk: int = 256) -> torch.Tensor:
-    """Token log-probs (N, T) without gradient (old/reference policy), 0 on padding; rows in `length_buckets`
-    of at most `chunk` rows, each trimmed of its padding columns."""
-    out = batch.mask.new_zeros(batch.mask.shape)  # (N, T)
-    with torch.no_grad():
-        for bucket in length_buckets(batch):
-            for index in torch.split(bucket, chunk):
-                piece = batch.rows(index).trim()
-                width = piece.tokens.shape[1]
-                out[index, :width] = gather_logprobs(completion_logits(model, piece, temperature), piece.tokens)
-    return out * batch.mask
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy of softmax(logits) per position (N, T), without keeping a (N, T, V) probability tensor alive."""
+    logz = torch.logsumexp(logits, dim=-1, keepdim=True)  # (N, T, 1)
+    return logz.squeeze(-1) - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)
 
 
 # ---- bounded memory: log-probs/entropy in token chunks, micro-batches by token budget (docs/gpu.md) -----------
@@ -126,7 +121,7 @@ def _logprob_entropy_chunk(
     hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor, temperature: float, sum_sq: bool = False
 ) -> tuple[torch.Tensor, ...]:
     """(c, D) hidden, (c,) tokens -> log-prob (c,) and entropy (c,) from one (c, V) fp32 logits block; with
-    `sum_sq`, also sum_v pi_v^2 (c,) from the same probabilities (`token_stats`)."""
+    `sum_sq`, also sum_v pi_v^2 (c,) from the same probabilities."""
     logits = (hidden @ weight.t()).float() / temperature  # (c, V)
     logz = torch.logsumexp(logits, dim=-1)  # (c,)
     picked = logits.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (c,)
@@ -136,33 +131,112 @@ def _logprob_entropy_chunk(
 
 
 def chunked_logprobs_entropy(
-    hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor, temperature: float, chunk_tokens: int = 1024
-) -> tuple[torch.Tensor, torch.Tensor]:
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    tokens: torch.Tensor,
+    temperature: float,
+    chunk_tokens: int = 1024,
+    sum_sq: bool = False,
+) -> tuple[torch.Tensor, ...]:
     """Token log-probs and entropies (N, T) of logits = hidden @ weight.T / temperature, never holding more than
-    `chunk_tokens` x V logits: equal to `gather_logprobs(logits, tokens)` and `losses.token_entropy(logits)` of
-    the full (N, T, V) logits, to float rounding.
+    `chunk_tokens` x V logits: equal to `gather_logprobs(logits, tokens)` and `token_entropy(logits)` of
+    the full (N, T, V) logits, to float rounding; with `sum_sq`, also sum_v pi_v^2 (N, T).
 
     hidden (N, T, D), weight (V, D) (`lm_head_weight`), tokens (N, T). The N*T positions are flattened and cut
     into chunks of `chunk_tokens` (the last one shorter); each chunk runs under `torch.utils.checkpoint`
-    (non-reentrant), so the forward keeps only its (c,) outputs and the backward recomputes the chunk's logits:
-    peak memory ~ a few chunk x V fp32 blocks instead of N x T x V (the veRL/Liger "fused linear + log-prob"
-    idea in plain torch). Gradients reach `hidden` and `weight`; entropy is differentiable too."""
+    (non-reentrant) when a gradient is wanted, so the forward keeps only its (c,) outputs and the backward
+    recomputes the chunk's logits: peak memory ~ a few chunk x V fp32 blocks instead of N x T x V (the veRL/Liger
+    "fused linear + log-prob" idea in plain torch). Gradients reach `hidden` and `weight`; entropy is
+    differentiable too."""
     n, t, d = hidden.shape
     flat_h, flat_tok = hidden.reshape(n * t, d), tokens.reshape(n * t)  # (N*T, D), (N*T,)
     grad = torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
-    logps, entropies = [], []
+    blocks = []
     for start in range(0, n * t, chunk_tokens):
         args = (flat_h[start : start + chunk_tokens], weight, flat_tok[start : start + chunk_tokens], temperature)
         if grad:
-            lp, ent = torch.utils.checkpoint.checkpoint(_logprob_entropy_chunk, *args, use_reentrant=False)
+            blocks.append(torch.utils.checkpoint.checkpoint(_logprob_entropy_chunk, *args, sum_sq, use_reentrant=False))
         else:
-            lp, ent = _logprob_entropy_chunk(*args)
-        logps.append(lp)
-        entropies.append(ent)
-    if not logps:  # no tokens
+            blocks.append(_logprob_entropy_chunk(*args, sum_sq))
+    if not blocks:  # no tokens
         empty = hidden.new_zeros((n, t), dtype=torch.float32)
-        return empty, empty
-    return torch.cat(logps).reshape(n, t), torch.cat(entropies).reshape(n, t)
+        return (empty,) * (3 if sum_sq else 2)
+    return tuple(torch.cat(parts).reshape(n, t) for parts in zip(*blocks))
+
+
+# ---- the policy's statistics of a batch: one forward, or no-grad over pieces --------------------------------
+
+STATS = ("logprobs", "entropy", "sum_sq")
+
+
+@dataclass(frozen=True)
+class ForwardStats:
+    """Per completion token (N, T): log pi(y_t), and when asked for, the entropy of pi and sum_v pi_v^2 (else
+    None). With pi(y_t), sum_sq gives the squared norm of the score's logit gradient, |e_y - pi|^2 = 1 - 2 pi(y_t) +
+    sum_v pi_v^2 (veRL's W-score of the variance proxy, `metrics.variance_proxy`)."""
+
+    logprobs: torch.Tensor
+    entropy: torch.Tensor | None = None
+    sum_sq: torch.Tensor | None = None
+
+
+def forward_stats(
+    model,
+    batch: Batch,
+    temperature: float,
+    *,
+    want: tuple[str, ...] = ("logprobs",),
+    chunk: int | None = None,
+    inputs_embeds: torch.Tensor | None = None,
+) -> ForwardStats:
+    """The policy's statistics `want` (of `STATS`) of the completion tokens of `batch`, from one forward, with
+    gradient when grad is enabled: from the full (N, T, V) logits (`completion_logits`), or with `chunk`, from the
+    hidden states times the LM head in blocks of that many positions (`chunked_logprobs_entropy`, whose entropy
+    comes at no cost and is always returned), never holding (N, T, V) logits. `inputs_embeds` (N, L, D) replace the
+    token embeddings (the OAR gradient scores). The trainer's one forward: `--micro-batch-tokens` picks `chunk`."""
+    if unknown := set(want) - set(STATS):
+        raise ValueError(f"unknown statistics {sorted(unknown)}; choose from {STATS}")
+    sum_sq = "sum_sq" in want
+    if chunk:
+        hidden = completion_hidden(model, batch, inputs_embeds=inputs_embeds)  # (N, T, D)
+        stats = chunked_logprobs_entropy(hidden, lm_head_weight(model), batch.tokens, temperature, chunk, sum_sq)
+        return ForwardStats(*stats)
+    logits = completion_logits(model, batch, temperature, inputs_embeds=inputs_embeds)  # (N, T, V)
+    return ForwardStats(
+        gather_logprobs(logits, batch.tokens),
+        token_entropy(logits) if "entropy" in want else None,
+        torch.softmax(logits, dim=-1).pow(2).sum(dim=-1) if sum_sq else None,
+    )
+
+
+def piecewise_stats(
+    model,
+    batch: Batch,
+    temperature: float,
+    *,
+    want: tuple[str, ...] = ("logprobs",),
+    micro_batch_tokens: int | None = None,
+    chunk: int | None = None,
+    max_rows: int | None = None,
+) -> ForwardStats:
+    """`forward_stats` of every row without gradient, one forward per piece (`batch.pieces`: token-budget
+    micro-batches with `micro_batch_tokens`, else length buckets of at most `max_rows` rows, each trimmed of its
+    padding columns): (N, T) each, 0 in the columns a piece trimmed away, padding tokens inside a piece as the
+    forward gave them (mask them where they matter)."""
+    out = {name: batch.mask.new_zeros(batch.mask.shape) for name in want}  # (N, T) each
+    with torch.no_grad():
+        for index, piece in pieces(batch, micro_batch_tokens, max_rows):
+            stats = forward_stats(model, piece, temperature, want=want, chunk=chunk)
+            width = piece.tokens.shape[1]
+            for name in want:
+                out[name][index, :width] = getattr(stats, name)
+    return ForwardStats(**out)
+
+
+def sequence_logprobs(model, batch: Batch, temperature: float, chunk: int = 256) -> torch.Tensor:
+    """Token log-probs (N, T) without gradient (old/reference policy), 0 on padding; rows in `length_buckets`
+    of at most `chunk` rows, each trimmed of its padding columns."""
+    return piecewise_stats(model, batch, temperature, max_rows=chunk).logprobs * batch.mask
 
 
 def chunked_sequence_logprobs(
@@ -171,60 +245,12 @@ def chunked_sequence_logprobs(
     """`sequence_logprobs` with bounded memory, and the entropies: token log-probs and entropies (N, T) without
     gradient, 0 on padding, the rows in `token_budget_split` micro-batches and the vocabulary in `chunk_tokens`
     chunks, so no (rows x T x V) logits exist (`sequence_logprobs` forwards up to 256 rows' full logits)."""
-    logp = batch.mask.new_zeros(batch.mask.shape)  # (N, T)
-    entropy = batch.mask.new_zeros(batch.mask.shape)  # (N, T)
-    with torch.no_grad():
-        weight = lm_head_weight(model)
-        for index in token_budget_split(batch, micro_batch_tokens):
-            piece = batch.rows(index).trim()
-            width = piece.tokens.shape[1]
-            lp, ent = chunked_logprobs_entropy(
-                completion_hidden(model, piece), weight, piece.tokens, temperature, chunk_tokens
-            )
-            logp[index, :width], entropy[index, :width] = lp, ent
-    return logp * batch.mask, entropy * batch.mask
-
-
-def token_logprobs(
-    model, batch: Batch, temperature: float, chunk_tokens: int | None = None, entropy: bool = False
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probs (N, T) of the completion tokens of `batch`, and their entropies when `entropy` (else None),
-    with gradient when grad is enabled: from the full (N, T, V) logits (`completion_logits`), or, with
-    `chunk_tokens`, from the hidden states times the LM head in blocks of that many positions
-    (`chunked_logprobs_entropy`, always with entropies), never holding (N, T, V) logits. The trainer's one
-    forward: `--micro-batch-tokens` picks the chunked one."""
-    if chunk_tokens:
-        hidden = completion_hidden(model, batch)
-        return chunked_logprobs_entropy(hidden, lm_head_weight(model), batch.tokens, temperature, chunk_tokens)
-    from benchctl.trainers.losses import token_entropy
-
-    logits = completion_logits(model, batch, temperature)  # (N, T, V)
-    return gather_logprobs(logits, batch.tokens), token_entropy(logits) if entropy else None
-
-
-def token_stats(
-    model, batch: Batch, temperature: float, chunk_tokens: int | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """No-grad (log-prob, entropy, sum_v pi_v^2) (N, T) per completion token: `token_logprobs(..., entropy=True)`'s
-    two (the same numbers) and the probabilities' squared norm, which with pi(y_t) gives the squared norm of the
-    score's logit gradient, |e_y - pi|^2 = 1 - 2 pi(y_t) + sum_v pi_v^2 (veRL's W-score of the variance proxy)."""
-    from benchctl.trainers.losses import token_entropy
-
-    with torch.no_grad():
-        if not chunk_tokens:
-            logits = completion_logits(model, batch, temperature)  # (N, T, V)
-            sum_sq = torch.softmax(logits, dim=-1).pow(2).sum(dim=-1)
-            return gather_logprobs(logits, batch.tokens), token_entropy(logits), sum_sq
-        hidden, weight = completion_hidden(model, batch), lm_head_weight(model)
-        n, t, d = hidden.shape
-        flat_h, flat_tok = hidden.reshape(n * t, d), batch.tokens.reshape(n * t)
-        blocks = [
-            _logprob_entropy_chunk(
-                flat_h[s : s + chunk_tokens], weight, flat_tok[s : s + chunk_tokens], temperature, True
-            )
-            for s in range(0, n * t, chunk_tokens)
-        ]  # one (chunk, V) logits block each: log-prob, entropy and sum pi^2 from the same probabilities
-        if not blocks:
-            empty = hidden.new_zeros((n, t), dtype=torch.float32)
-            return empty, empty, empty
-        return tuple(torch.cat(parts).reshape(n, t) for parts in zip(*blocks))
+    stats = piecewise_stats(
+        model,
+        batch,
+        temperature,
+        want=("logprobs", "entropy"),
+        micro_batch_tokens=micro_batch_tokens,
+        chunk=chunk_tokens,
+    )
+    return stats.logprobs * batch.mask, stats.entropy * batch.mask

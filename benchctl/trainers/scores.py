@@ -20,15 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from benchctl.trainers.batch import Batch, length_buckets, token_budget_split
-from benchctl.trainers.policy import (
-    chunked_logprobs_entropy,
-    completion_hidden,
-    completion_logits,
-    gather_logprobs,
-    lm_head_weight,
-    token_logprobs,
-)
+from benchctl.trainers.batch import Batch, pieces
+from benchctl.trainers.policy import forward_stats
 
 
 def answer_masks(
@@ -105,15 +98,13 @@ def gradient_scores(model, batch: Batch, answer: torch.Tensor, reasoning: torch.
     Each row's phi depends on its own embeddings only, so rows are scored apart, one backward per piece trimmed of its
     padding columns: the trainer's length buckets (`length_buckets`, as its update forwards them: 1.6x faster than one
     padded batch on a make-claims step, benchmarks/oar_scores.py), or with `micro_batch_tokens` its `token_budget_split`
-    micro-batches, the log-probs then through `chunked_logprobs_entropy` in blocks of `chunk_tokens` positions. The
-    scores equal the one-batch ones up to float rounding."""
+    micro-batches, the log-probs then in blocks of `chunk_tokens` positions (`forward_stats`). The scores equal the
+    one-batch ones up to float rounding."""
     temperature, micro_batch_tokens = how.temperature, how.micro_batch_tokens
     chunk_tokens = how.chunk_tokens if micro_batch_tokens else None
-    pieces = token_budget_split(batch, micro_batch_tokens) if micro_batch_tokens else length_buckets(batch)
     out = torch.zeros(reasoning.shape, dtype=torch.float32)  # (N, T)
-    for index in pieces:
-        sub, rows = batch.rows(index).trim(), index.cpu()
-        t = sub.tokens.shape[1]
+    for index, sub in pieces(batch, micro_batch_tokens):
+        rows, t = index.cpu(), sub.tokens.shape[1]
         part = _gradient_scores(model, sub, answer[rows, :t], reasoning[rows, :t], temperature, chunk_tokens)
         out[rows, :t] = part.float().cpu()
     return out
@@ -122,11 +113,7 @@ def gradient_scores(model, batch: Batch, answer: torch.Tensor, reasoning: torch.
 def _gradient_scores(model, batch: Batch, answer, reasoning, temperature: float, chunk_tokens: int | None):
     """`gradient_scores` of one forward/backward over all rows of `batch` (N, T)."""
     embed = model.get_input_embeddings()(batch.input_ids).detach().requires_grad_(True)  # (N, L, D)
-    if chunk_tokens:
-        hidden = completion_hidden(model, batch, inputs_embeds=embed)  # (N, T, D)
-        logp, _ = chunked_logprobs_entropy(hidden, lm_head_weight(model), batch.tokens, temperature, chunk_tokens)
-    else:
-        logp = gather_logprobs(completion_logits(model, batch, temperature, inputs_embeds=embed), batch.tokens)
+    logp = forward_stats(model, batch, temperature, chunk=chunk_tokens, inputs_embeds=embed).logprobs  # (N, T)
     (grad,) = torch.autograd.grad(_phi(logp, answer.to(logp.device)).sum(), embed)
     start = batch.prompt_width
     t = batch.tokens.shape[1]
@@ -146,7 +133,7 @@ def perturbation_scores(
     if micro_batch_tokens:
         chunk = max(1, micro_batch_tokens // batch.input_ids.shape[1])
     with torch.no_grad():
-        base = _phi(token_logprobs(model, batch, temperature, blocks)[0], answer)  # (N,)
+        base = _phi(forward_stats(model, batch, temperature, chunk=blocks).logprobs, answer)  # (N,)
         rows, cols = torch.nonzero(reasoning, as_tuple=True)
         scores = torch.zeros(reasoning.shape, dtype=torch.float32)
         for start in range(0, rows.numel(), chunk):
@@ -158,7 +145,7 @@ def perturbation_scores(
             perturbed = Batch(
                 ids, sub.attention_mask, sub.position_ids, sub.tokens, sub.mask, sub.prompt_width, sub.prompt_index
             )
-            phi = _phi(token_logprobs(model, perturbed, temperature, blocks)[0], answer[r])
+            phi = _phi(forward_stats(model, perturbed, temperature, chunk=blocks).logprobs, answer[r])
             scores[r, c] = (base[r] - phi).clamp(min=0.0).float().cpu()
     return scores
 

@@ -5,7 +5,7 @@ the engine now computes with the policy's weights.
 The probe is one fixed token sequence, built once per run: the task's first problem rendered as the engine
 renders prompts, then its gold answer and EOS (at most `PROBE_ANSWER_TOKENS` answer tokens). The engine scores
 every token after the first (`Engine.prompt_logprobs`: vLLM's prompt log-probs, one request, greedy, one token
-generated, nothing random drawn) and so does the policy (`completion_logits` under the run's compute dtype, no
+generated, nothing random drawn) and so does the policy (`policy.forward_stats` under the run's compute dtype, no
 gradient); both at temperature 1, since vLLM's prompt log-probs are of the raw logits whatever the sampling
 temperature. The largest absolute gap must stay under a threshold set by the precision of the two sides:
 `FP32_THRESHOLD` when the policy computes in fp32 and the engine holds fp32 weights, else `BF16_THRESHOLD`;
@@ -64,12 +64,12 @@ def policy_probe_logprobs(model, probe: Probe, pad_id: int, device: str, compute
     """The policy's log-probs of probe tokens 1..L-1 (L-1,), temperature 1, in the compute dtype, no gradient."""
     from benchctl.trainers.batch import pack
     from benchctl.trainers.device import compute_context
-    from benchctl.trainers.policy import completion_logits, gather_logprobs
+    from benchctl.trainers.policy import forward_stats
 
     ids = list(probe.token_ids)
     batch = pack([ids[:1]], [ids[1:]], pad_id, device)
     with torch.no_grad(), compute_context(compute_dtype, device):
-        logp = gather_logprobs(completion_logits(model, batch, 1.0), batch.tokens)  # (1, L-1)
+        logp = forward_stats(model, batch, 1.0).logprobs  # (1, L-1)
     return logp[0].float().cpu()
 
 

@@ -1,16 +1,37 @@
 """Properties every policy loss must have, on random fp64 tensors with padding: plain policy gradient at ratio 1,
 clipping exactly where the formula says, dual-clip bounds, padding ignored, autograd = finite differences,
-micro-batch additivity, and `ppo_clip` / `gspo` bit-equal to the trainer's current loss."""
+micro-batch additivity, and `ppo_clip` / `gspo` equal to a direct transcription of the PPO / GSPO formulas."""
 
 import pytest
 import torch
 
 from benchctl.losses import get_loss, registered_names
+from benchctl.losses.aggregation import aggregation_weights
 from benchctl.losses.registry import get_spec
-from benchctl.trainers.losses import aggregation_weights, policy_loss
 
 AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 BATCH_COUPLED = {"clip_cov", "kl_cov"}  # token selection over the whole batch: not additive over micro-batches
+
+
+def reference_loss(logp, old_logp, adv, weights, mask, *, clip_low, clip_high, ratio, kl_coef, ref_logp):
+    """PPO (arXiv:1707.06347 Eq. 7) or GSPO (arXiv:2507.18071 Eq. 7) + kl_coef x k3 KL, written out in one place with
+    the KL inside the aggregation: sum(W * (max(-A r, -A clip(r)) + kl_coef * k3)) (N, T) -> (loss, metrics)."""
+    diff = (logp - old_logp) * mask  # (N, T)
+    if ratio == "sequence":  # the length-normalised sequence log ratio, broadcast over the row's tokens
+        diff = (diff.sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp(min=1.0)).expand_as(diff)
+    r = torch.exp(diff)
+    pg = torch.maximum(-adv * r, -adv * torch.clamp(r, 1.0 - clip_low, 1.0 + clip_high))  # (N, T)
+    tokens = mask.sum().clamp(min=1.0)
+    low, high = (adv < 0) & (r < 1.0 - clip_low), (adv > 0) & (r > 1.0 + clip_high)
+    kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1.0  # (N, T)
+    loss = (weights * (pg + kl_coef * kl)).sum()
+    return loss, {
+        "loss/pg": (weights * pg).sum().detach(),
+        "policy/clip_low": (low * mask).sum() / tokens,
+        "policy/clip_high": (high * mask).sum() / tokens,
+        "policy/kl": ((kl * mask).sum() / tokens).detach(),
+        "loss/total": loss.detach(),
+    }
 
 
 def batch(seed, n=6, t=9, spread=0.3, token_adv=True):
@@ -156,14 +177,14 @@ def test_micro_batches_with_the_mini_batchs_weights_add_up_to_the_mini_batch_los
 
 
 @pytest.mark.parametrize("ratio", ["token", "sequence"])
-def test_ppo_clip_and_gspo_equal_the_trainers_policy_loss_with_kl_to_rounding(ratio):
-    """The KL term is added after the aggregation here (one fp64 rounding apart), inside it in policy_loss."""
+def test_ppo_clip_and_gspo_equal_the_formulas_written_out_with_kl_to_rounding(ratio):
+    """The KL term is added after the aggregation by the registry (one fp64 rounding apart), inside it here."""
     logp, old, adv, mask = batch(8)
     ref = logp + 0.1
     weights = aggregation_weights(mask, "seq-mean-token-mean", torch.ones(6, dtype=torch.bool), 9)
     lp1, lp2 = logp.clone().requires_grad_(True), logp.clone().requires_grad_(True)
-    want, wm = policy_loss(lp1, old, adv, weights, mask, clip_low=0.2, clip_high=0.28, ratio=ratio, kl_coef=0.05,
-                           ref_logp=ref)  # fmt: skip
+    want, wm = reference_loss(lp1, old, adv, weights, mask, clip_low=0.2, clip_high=0.28, ratio=ratio, kl_coef=0.05,
+                              ref_logp=ref)  # fmt: skip
     name = "ppo_clip" if ratio == "token" else "gspo"
     got, gm = get_loss(name, clip_low=0.2, clip_high=0.28)(lp2, old, adv, mask, weights, kl_coef=0.05, ref_log_prob=ref)
     want.backward(), got.backward()

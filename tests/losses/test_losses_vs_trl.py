@@ -140,7 +140,7 @@ def test_luspo_kl_term_is_a_row_mean_where_trl_sums_the_row():
     """With a KL term TRL's luspo sums each row's k3 KL before the mean over rows; benchctl aggregates the KL with the
     loss's aggregation (seq-mean-token-mean: a row mean), as for every loss. The values differ by exactly
     (beta/N) sum_i (sum_t kl_it - mean_t kl_it), the documented deviation, and by nothing else."""
-    from benchctl.trainers.losses import k3_kl
+    from benchctl.losses._common import k3_kl
 
     beta = 0.04
     for seed in range(3):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from benchctl.trainers import batch as batching
 from benchctl.trainers import loop
 from benchctl.trainers.batch import length_buckets, pack
 from benchctl.trainers.policy import completion_logits, gather_logprobs, sequence_logprobs
@@ -109,9 +110,9 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
     results = []
     for split in (False, True):
         if not split:
-            monkeypatch.setattr(loop, "length_buckets", lambda b: [torch.arange(b.tokens.shape[0])])
+            monkeypatch.setattr(batching, "length_buckets", lambda b: [torch.arange(b.tokens.shape[0])])
         else:
-            monkeypatch.setattr(loop, "length_buckets", lambda b: length_buckets(b, overhead=0))
+            monkeypatch.setattr(batching, "length_buckets", lambda b: length_buckets(b, overhead=0))
         model = load_policy(str(tiny_model), "cpu")
         cfg = SimpleNamespace(
             temperature=1.0, clip_low=0.2, clip_high=0.28, ratio="token", kl_coef=0.0, max_grad_norm=0
@@ -144,7 +145,7 @@ def test_entropy_and_gap_measurement_is_the_same_in_buckets_or_one_forward(tiny_
     measured = []
     for split in (False, True):
         buckets = (lambda b: length_buckets(b, overhead=0)) if split else (lambda b: [torch.arange(b.tokens.shape[0])])
-        monkeypatch.setattr(loop, "length_buckets", buckets)
+        monkeypatch.setattr(batching, "length_buckets", buckets)
         adv = torch.linspace(-1.0, 1.0, 12)[:, None].expand_as(batch.mask).contiguous()
         measured.append(loop.measure(cfg, policy, batch, engine_lp, adv, PhaseTimer())[0])
     for key, value in measured[0].items():

@@ -6,14 +6,16 @@ import numpy as np
 import pytest
 import torch
 
+from benchctl.losses import get_loss
+from benchctl.losses.aggregation import aggregation_weights
 from benchctl.trainers.batch import length_buckets, pack, token_budget_split
-from benchctl.trainers.losses import aggregation_weights, policy_loss, token_entropy
 from benchctl.trainers.policy import (
     chunked_logprobs_entropy,
     completion_hidden,
     completion_logits,
     gather_logprobs,
     lm_head_weight,
+    token_entropy,
 )
 from benchctl.trainers.weights import load_policy
 
@@ -136,8 +138,8 @@ def test_micro_batch_losses_add_up_to_the_mini_batch_loss_and_gradient(tiny_mode
         t = piece.tokens.shape[1]
         hidden = completion_hidden(model, piece)
         lp, _ = chunked_logprobs_entropy(hidden, lm_head_weight(model), piece.tokens, 1.0, chunk_tokens=16)
-        kw = dict(clip_low=0.2, clip_high=0.28)
-        return policy_loss(lp, old[rows, :t], adv[rows, :t], weights[rows, :t], piece.mask, **kw)[0]
+        loss = get_loss("ppo_clip", clip_low=0.2, clip_high=0.28)
+        return loss(lp, old[rows, :t], adv[rows, :t], piece.mask, weights[rows, :t])[0]
 
     model.zero_grad()
     whole = loss_of(torch.arange(12))

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from benchctl.errors import BenchctlError
-from benchctl.trainers.losses import clipped_surrogate
+from benchctl.losses._common import clipped_surrogate
 from benchctl.trainers.rollout_correction import MODES, RolloutCorrection, correction, correction_weights
 
 
@@ -234,7 +234,7 @@ def test_only_rejection_modes_drop_tokens_and_the_older_call_is_weights_times_ke
 def test_a_rejected_sequence_leaves_the_token_mean_normaliser():
     """With keep as the aggregation mask, token-mean divides by the kept tokens only (veRL 0.9.1); the older call
     (advantages x keep, full mask) divides by every token."""
-    from benchctl.trainers.losses import aggregation_weights
+    from benchctl.losses.aggregation import aggregation_weights
 
     train, infer, mask = _inputs(6, scale=0.8)
     out = correction(train, infer, mask, RolloutCorrection("seq-rs"))

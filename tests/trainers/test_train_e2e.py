@@ -10,9 +10,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from benchctl.losses.aggregation import aggregation_weights
 from benchctl.results import train_run
 from benchctl.trainers import build_config, train
-from benchctl.trainers.losses import aggregation_weights
 
 pytestmark = pytest.mark.vllm
 

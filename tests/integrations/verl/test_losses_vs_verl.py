@@ -19,7 +19,7 @@ from verl.trainer.ppo.rollout_corr_helper import compute_rollout_correction_weig
 from verl.workers.config.actor import ActorConfig, PolicyLossConfig  # noqa: E402
 
 from benchctl.losses import get_loss  # noqa: E402
-from benchctl.trainers.losses import aggregation_weights  # noqa: E402
+from benchctl.losses.aggregation import aggregation_weights  # noqa: E402
 from benchctl.trainers.rollout_correction import RolloutCorrection, correction, correction_weights  # noqa: E402
 
 AGGS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")

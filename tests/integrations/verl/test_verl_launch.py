@@ -147,7 +147,7 @@ def test_verls_loss_aggregation_under_the_generated_config_is_benchctls(mode, ch
     still equals benchctl's aggregation (which divides Dr.GRPO's sum by the generation budget max_tokens)."""
     import torch
 
-    from benchctl.trainers.losses import aggregation_weights
+    from benchctl.losses.aggregation import aggregation_weights
 
     flags = {"model": str(chat_model), "loss_agg": mode, "max_tokens": 16, "prompts_per_step": 8}
     _, _, items = verl_launch.prepare(build_config(flag_values={**flags, "out": str(tmp_path / "run")}))

@@ -1,11 +1,14 @@
-"""The loss pieces against hand computations on small tensors (docs/contract.md §6; PPO/DAPO/GSPO/k3)."""
+"""The loss pieces against hand computations on small tensors (docs/contract.md §6; PPO/DAPO/GSPO/k3), and the
+trainer's default loss (`ppo_clip` with a KL term) on them."""
 
 import math
 
 import pytest
 import torch
 
-from benchctl.trainers.losses import active_rows, aggregation_weights, clipped_surrogate, k3_kl, log_ratio, policy_loss
+from benchctl.losses import get_loss
+from benchctl.losses._common import clipped_surrogate, k3_kl, log_ratio
+from benchctl.losses.aggregation import aggregation_weights
 
 # 3 rows: lengths 2, 3, 1 (T = 3); row 2 belongs to a degenerate group.
 MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
@@ -72,31 +75,25 @@ def test_k3_kl_is_zero_at_equal_policies_and_matches_formula():
     assert float(kl[1]) == pytest.approx(math.exp(0.5) - 0.5 - 1)
 
 
-def test_policy_loss_on_policy_gradient_is_minus_weighted_advantage():
+def test_ppo_clip_on_policy_gradient_is_minus_weighted_advantage():
     logp = torch.tensor([[-1.0, -2.0], [-0.5, -0.7]], requires_grad=True)
     adv = torch.tensor([[2.0, 2.0], [-1.0, -1.0]])
     mask = torch.ones(2, 2)
     w = aggregation_weights(mask, "token-mean", torch.ones(2, dtype=torch.bool), 2)
-    loss, metrics = policy_loss(logp, logp.detach(), adv, w, mask, clip_low=0.2, clip_high=0.2)
+    loss, metrics = get_loss("ppo_clip", clip_low=0.2, clip_high=0.2)(logp, logp.detach(), adv, mask, w)
     loss.backward()
     assert float(loss) == pytest.approx(-(2 + 2 - 1 - 1) / 4)
     torch.testing.assert_close(logp.grad, torch.tensor([[-0.5, -0.5], [0.25, 0.25]]))
     assert float(metrics["policy/clip_low"]) == 0.0
 
 
-def test_policy_loss_adds_kl_coef_times_k3():
+def test_the_kl_term_adds_kl_coef_times_k3_under_the_same_weights():
     logp = torch.tensor([[-1.0, -2.0]])
     ref = torch.tensor([[-1.0, -1.5]])
     mask = torch.ones(1, 2)
     w = aggregation_weights(mask, "token-mean", torch.ones(1, dtype=torch.bool), 2)
     zero = torch.zeros(1, 2)
-    loss, metrics = policy_loss(logp, logp, zero, w, mask, clip_low=0.2, clip_high=0.2, kl_coef=0.1, ref_logp=ref)
+    ppo = get_loss("ppo_clip", clip_low=0.2, clip_high=0.2)
+    loss, metrics = ppo(logp, logp, zero, mask, w, kl_coef=0.1, ref_log_prob=ref)
     assert float(loss) == pytest.approx(0.1 * (math.exp(0.5) - 0.5 - 1) / 2)
     assert float(metrics["policy/kl"]) == pytest.approx((math.exp(0.5) - 0.5 - 1) / 2)
-
-
-def test_active_rows_are_rows_with_some_nonzero_token_advantage_unless_kl_is_on():
-    adv = torch.tensor([[0.0, 0.0], [0.0, 1.0], [2.0, 0.0]])
-    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])  # row 1's non-zero is on padding
-    assert active_rows(adv, mask, 0.0).tolist() == [False, False, True]
-    assert active_rows(adv, mask, 0.1).tolist() == [True, True, True]
