@@ -8,7 +8,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").glob("*.md"))
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-README_MAX_CHARS = 12_500  # issue 17: what a newcomer needs first; the rest lives in docs/
+README_MAX_CHARS = 12_500  # what a newcomer needs first; the rest lives in docs/
 
 
 def _links(page: Path) -> list[tuple[str, str]]:

@@ -103,7 +103,7 @@ def acr_metrics(rewards: np.ndarray, delta: float = DELTA) -> dict[str, float]:
 
 
 def hp(default: Any, help: str) -> Any:  # noqa: A002 - "help" is the metadata key the CLI reads
-    """A dataclass field with its default and one help string (style item 10)."""
+    """A dataclass field with its default and one help string."""
     return field(default=default, metadata={"help": help})
 
 

@@ -14,7 +14,7 @@ DEFAULT_P = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
 
 
 def opt(default: Any, help: str) -> Any:  # noqa: A002 - "help" is the metadata key
-    """A frozen-dataclass field with a default and its one help string (style item 10)."""
+    """A frozen-dataclass field with a default and its one help string."""
     return dataclasses.field(default=default, metadata={"help": help})
 
 

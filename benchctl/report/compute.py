@@ -17,7 +17,7 @@ Estimate [our choice]: the training run is the unit.  Each seed's points get the
 (`fit_curve`: A in [0, 1], B in [0.2, 10], C_mid within e^-2 .. e^3 of the data's compute range); the arm's A is the
 mean of its seeds' A, its B and C_mid the geometric means (both are scale parameters), each with a t interval over
 seeds (df = seeds - 1; B and C_mid on the log scale).  A percentile bootstrap over 5 seeds covered A 83-85%, B
-79-82%, C_mid 74-87% (issue 22); the per-seed t interval covers 93-97% at 3, 5 and 10 seeds
+79-82%, C_mid 74-87%; the per-seed t interval covers 93-97% at 3, 5 and 10 seeds
 (benchmarks/report_compute_coverage.py, docs/report.md).  A jackknife over seeds of the pooled fit covered as well
 but called a still-rising curve identified 14-20% of the time (the per-seed fits: 0-6%).  An arm with one seed gets
 the fit of its points (`pooled`, also the source of R0 and rmse) and no interval.

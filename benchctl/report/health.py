@@ -46,7 +46,7 @@ A run with findings of several states is labelled by the first of diverged, coll
 entropy_decayed; the evidence lists every finding.  A run without training metrics (a plain eval) is `ok` unless its
 evaluations show a collapse.
 
-Mechanisms (issue 23): a method whose mechanism acts on some steps only (AVSPO augments a group, HA-DW moves its
+Mechanisms: a method whose mechanism acts on some steps only (AVSPO augments a group, HA-DW moves its
 anchor, DAPO filters groups) logs `mechanism/<name>/acted` (0 or 1) per step.  `mechanism_activity` gives the
 run's `mechanism_acted_frac`, the smallest over its mechanisms of the fraction of logged steps on which it acted
 (NaN without such a column: a plain method), and the mechanisms that acted on under 5% of the steps

@@ -1,7 +1,7 @@
 """`TrainConfig`: every setting of `benchctl train`, the recipes of docs/contract.md §6, and how a config is resolved.
 
 Precedence [our choice, like most CLIs]: defaults < `--recipe` < `--config FILE.yaml` < flags. Each resolved value
-keeps its source (`default`, `recipe`, `file`, `flag`, `derived`), written to RUN/config.json (style item 11).
+keeps its source (`default`, `recipe`, `file`, `flag`, `derived`), written to RUN/config.json.
 Every invalid value or combination raises one `BenchctlError` line before any work starts (`validate`).
 """
 

@@ -1,4 +1,4 @@
-"""`benchctl train --engine verl` (issue 8 item 3) in the main venv, which has no veRL: the files and the printed
+"""`benchctl train --engine verl` in the main venv, which has no veRL: the files and the printed
 cluster command; the launch entry point patched where the test is about the config it receives."""
 
 import json

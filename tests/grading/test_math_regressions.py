@@ -31,15 +31,15 @@ TABLE = [
         "(2, 2), (6, 2)",
         "The solutions are \\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}",
         "correct",
-    ),  # was wrong (issue 10)
+    ),  # a regression case
     ("olympiadbench", "(2, 2), (6, 2)", "\\[ \\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)} \\]", "correct"),
-    ("olympiadbench", "69, 84", "\\boxed{69} \\text{ for part (a) and } \\boxed{84}", "correct"),  # was wrong
-    ("olympiadbench", "69, 84", "\\boxed{69}; \\boxed{84}", "correct"),  # was wrong
+    ("olympiadbench", "69, 84", "\\boxed{69} \\text{ for part (a) and } \\boxed{84}", "correct"),  # a regression case
+    ("olympiadbench", "69, 84", "\\boxed{69}; \\boxed{84}", "correct"),  # a regression case
     # a MATH few-shot "The final answer is X. I hope it is correct." beats an earlier box (priority 0, ends later)
-    ("math500", "10455", FEW_SHOT, "correct"),  # was wrong (issue 10)
+    ("math500", "10455", FEW_SHOT, "correct"),  # a regression case
     ("math500", "255", FEW_SHOT, "wrong"),  # was correct
     # a percent word after the box's environment divides by 100 (verify then accepts x and x/100 alike)
-    ("math500", "\\frac{1}{2}", "so $\\boxed{50}$ percent of them", "correct"),  # was wrong
+    ("math500", "\\frac{1}{2}", "so $\\boxed{50}$ percent of them", "correct"),  # a regression case
     # a box math-verify cannot parse: it reads on through the rest of the completion
     ("aime24", "204", "\\boxed{\\frac{}} hence the answer is 204", "correct"),  # was parse_error
     # ... and only there: in `\\[..\\]` nothing else is read; alone, the bare `\\frac{13}{6}` inside `\\text{}` is
@@ -49,7 +49,12 @@ TABLE = [
     ("math500", "\\frac{1}{2}", "\\fbox{1/2}", "no_answer"),  # was correct
     ("aime24", "104", "The final answer is $\\boxed*{104}$.", "parse_error"),  # was correct
     ("gsm8k", "4320", "$$\\boxed {4,320}$$ cm.", "correct"),  # was wrong (read as `{4,320}`)
-    ("gsm8k", "3", "\\[\\fbox{3}\\] \\text{ and } \\(\\boxed*{4}\\), and \\[\\fbox{3\\%}\\]", "correct"),  # was wrong
+    (
+        "gsm8k",
+        "3",
+        "\\[\\fbox{3}\\] \\text{ and } \\(\\boxed*{4}\\), and \\[\\fbox{3\\%}\\]",
+        "correct",
+    ),  # a regression case
     # -- equivalent forms: fractions, decimals, \text, tuples written two ways, algebraic identities ---------------
     ("math500", "\\frac{1}{2}", "\\boxed{\\frac12}", "correct"),
     ("math500", "\\frac{1}{2}", "\\boxed{0.5}", "correct"),

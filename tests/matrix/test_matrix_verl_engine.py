@@ -1,4 +1,4 @@
-"""Matrix cells with `train: {engine: verl}` (issue 8 item 3): without veRL here a cell's RUN/verl/ is written and
+"""Matrix cells with `train: {engine: verl}`: without veRL here a cell's RUN/verl/ is written and
 the cell stays pending with the cluster command; once veRL's outputs are in RUN/verl/ the launch ingests them."""
 
 import json

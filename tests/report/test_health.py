@@ -1,6 +1,7 @@
-"""Run health on synthetic metric tables: each state from the metric that defines it, with its evidence; the cases
-of issue 22 (a rise then a fall, a late collapse, a reward collapse without periodic evaluation, an entropy blow-up,
-entropy decay on an improving run, heavy-tailed but healthy gradient norms, a real spike) and inert mechanisms."""
+"""Run health on synthetic metric tables: each state from the metric that defines it, with its evidence; the cases a
+collapse detector must tell apart (a rise then a fall, a late collapse, a reward collapse without periodic evaluation,
+an entropy blow-up, entropy decay on an improving run, heavy-tailed but healthy gradient norms, a real spike) and inert
+mechanisms."""
 
 import numpy as np
 import pandas as pd
@@ -201,7 +202,7 @@ def test_an_unhealthy_baseline_marks_every_comparison_against_it(tmp_path, state
     assert result.tables["main"].set_index("arm").loc["dgpo", "health"].str.contains(f"baseline grpo: {state}").all()
 
 
-# ---- the cases of issue 22, on noisy synthetic runs (many replications where a rate is the point) -------------
+# ---- the collapse cases, on noisy synthetic runs (many replications where a rate is the point) -------------
 
 
 def _noisy_run(rng, reward: np.ndarray, entropy: np.ndarray | None = None, grad: np.ndarray | None = None):
@@ -295,7 +296,7 @@ def test_a_healthy_noisy_run_is_ok():
     assert set(states) == {"ok"} and set(low) == {"ok"}
 
 
-# ---- inert mechanisms (issue 23) ---------------------------------------------------------------------------
+# ---- inert mechanisms ---------------------------------------------------------------------------
 
 
 def test_mechanism_acted_frac_is_the_least_active_mechanism_and_nan_without_one():

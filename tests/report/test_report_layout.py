@@ -1,4 +1,4 @@
-"""The report read at a glance (issue 17 item 6), on a realistic results folder (tests/report/showcase.py: four
+"""The report read at a glance, on a realistic results folder (tests/report/showcase.py: four
 estimators x two group sizes x 3 seeds, cadence evaluations on two tasks, a collapsed and a stalled run, a claims
 file): the page opens on the verdict table (one row per arm and task, one column per k), the claims follow, then
 the figures, cost and the details; every figure has one legend for the whole figure, outside every panel; the

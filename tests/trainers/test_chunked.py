@@ -1,4 +1,4 @@
-"""Bounded memory (issue 16): log-probs and entropy computed in token chunks from the decoder's hidden states
+"""Bounded memory: log-probs and entropy computed in token chunks from the decoder's hidden states
 equal the full-logits path in value and gradient, and micro-batches cut by a token budget add up to the
 mini-batch's loss and gradient."""
 

@@ -1,4 +1,4 @@
-"""Fair arms (issue 15): `benchctl train` and `benchctl matrix run` refuse, before any work and in one line (exit 2),
+"""Fair arms: `benchctl train` and `benchctl matrix run` refuse, before any work and in one line (exit 2),
 an evaluation task that shares questions with the training task (unless --allow-overlap, recorded in config.json),
 a training task without held-out counterpart evaluated without --eval-task, and a token-level estimator (OAR) on
 a task whose completions are the answer alone; OAR reshapes tokens on `arith_steps` (`oar/reshaped_frac` > 0)."""
@@ -43,7 +43,7 @@ def test_an_eval_task_sharing_questions_is_refused_with_the_count(tmp_path, fixt
 def test_allow_overlap_lets_the_pair_through_and_is_recorded_in_config_json(monkeypatch, tmp_path, fixture_data_dir):
     seen = {}
 
-    def fake_train(cfg, display=None):  # the CLI's one call into the trainer, patched (style item 14)
+    def fake_train(cfg, display=None):  # the CLI's one call into the trainer, patched
         seen["cfg"] = cfg
         raise SystemExit(0)
 

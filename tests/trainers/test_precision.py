@@ -1,4 +1,4 @@
-"""Precision (issue 16): bf16 weights lose a small learning rate's updates, fp32 master weights under bf16
+"""Precision: bf16 weights lose a small learning rate's updates, fp32 master weights under bf16
 autocast keep them; autocast log-probs stay close to fp32 ones; `update/param_change` is the relative L2 norm
 of a step's change of the weights."""
 

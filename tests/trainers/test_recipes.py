@@ -1,4 +1,4 @@
-"""Recipes do what their papers do (issue 15): several optimizer steps per rollout batch so the ratio leaves 1 and the
+"""Recipes do what their papers do: several optimizer steps per rollout batch so the ratio leaves 1 and the
 clip ranges bind; DAPO's overlong reward shaping; dynamic sampling after the estimator; diagnostics measured on the
 same rows for every arm; settings that cannot act are named, undefined ones refused."""
 

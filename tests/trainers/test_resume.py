@@ -4,7 +4,7 @@ with one seed are bit-identical.
 
 Every comparison also checks that benchctl's own source did not change between the reference run and the resumed
 one: in a shared working tree an edit landing mid-test (e.g. to the update's arithmetic) made the runs started
-after it differ from the reference by float rounding, which read as a resume defect (issue 6, item 5).
+after it differ from the reference by float rounding, which read as a resume defect.
 """
 
 import hashlib

@@ -1,8 +1,8 @@
-"""Rollout correction (issue 16): each mode's weights equal its peer's formula on the same random tensors, TRL's
+"""Rollout correction: each mode's weights equal its peer's formula on the same random tensors, TRL's
 (transcribed: its computation is inline in a trainer method, not importable) and veRL's (transcribed: veRL is
 not installed here; tests/integrations/verl/test_losses_vs_verl.py imports veRL 0.9.1's functions in .venv-verl);
 the metrics are the definitions they claim; multiplying the advantages by the weights is multiplying the
-per-token clipped loss by them; a rejection's keep mask is what leaves the aggregation (issue 24)."""
+per-token clipped loss by them; a rejection's keep mask is what leaves the aggregation."""
 
 import math
 

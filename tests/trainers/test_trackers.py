@@ -1,4 +1,4 @@
-"""Trackers (issue 16): `--report-to` writes the numeric columns of each metrics row to TensorBoard (read back
+"""Trackers: `--report-to` writes the numeric columns of each metrics row to TensorBoard (read back
 with its EventAccumulator), wandb (an offline run under the run folder) and trackio; a missing package or an
 unknown name is one BenchctlError line."""
 

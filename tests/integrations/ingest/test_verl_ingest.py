@@ -1,4 +1,4 @@
-"""`benchctl ingest verl` (issue 8 items 4 and 6) on a small recorded veRL run in veRL 0.9.1's formats
+"""`benchctl ingest verl` on a small recorded veRL run in veRL 0.9.1's formats
 (tests/data/verl_run: file-logger JSONL, rollout dumps, Hydra overrides), then benchctl's own readers on it."""
 
 import json

@@ -1,4 +1,4 @@
-"""benchctl.integrations.trl: TRL's GRPOTrainer trains on benchctl's advantages (issue 8 items 2 and 6).
+"""benchctl.integrations.trl: TRL's GRPOTrainer trains on benchctl's advantages.
 
 Runs in the main venv (`trl` is the `integrations` test extra); CPU, fp32, the embedded tiny model.
 """

@@ -1,4 +1,4 @@
-"""`benchctl train --engine verl`'s files inside veRL 0.9.1 (issue 8 items 3 and 6), in `.venv-verl`.
+"""`benchctl train --engine verl`'s files inside veRL 0.9.1, in `.venv-verl`.
 
 The generated overrides compose with veRL's own Hydra config, launch.sh reaches veRL's entry point with them,
 veRL's RLHFDataset reads the parquet files and veRL's reward loader grades with benchctl's grader.  Nothing here

