@@ -24,24 +24,21 @@ import numpy as np
 import pandas as pd
 
 from benchctl.errors import BenchctlError, check_range
+from benchctl.fields import setting
 from benchctl.results.train_run import iter_rollout_steps
 
 _COLUMNS = ["step", "group", "sample", "reward", "advantage"]
-
-
-def _f(default, help_text: str, **kw):
-    return field(default=default, metadata={"help": help_text}, **kw)
 
 
 @dataclass(frozen=True)
 class ReplayConfig:
     """Everything `benchctl replay` needs."""
 
-    run: str = _f("", "training run folder with rollouts/part-*.parquet")
-    estimators: str = _f("grpo", "estimator specs, e.g. 'grpo,ha_dw(lambda_scale=1.5),a_grae(base=dr_grpo)'")
-    out: str | None = _f(None, "folder for replay_steps.parquet, replay_summary.parquet and replay.png")
-    correct_above: float = _f(0.0, "a rollout is correct when its reward exceeds this")
-    hard_below: float = _f(0.5, "a non-degenerate prompt is hard when its group accuracy is below this")
+    run: str = setting("", "training run folder with rollouts/part-*.parquet")
+    estimators: str = setting("grpo", "estimator specs, e.g. 'grpo,ha_dw(lambda_scale=1.5),a_grae(base=dr_grpo)'")
+    out: str | None = setting(None, "folder for replay_steps.parquet, replay_summary.parquet and replay.png")
+    correct_above: float = setting(0.0, "a rollout is correct when its reward exceeds this")
+    hard_below: float = setting(0.5, "a non-degenerate prompt is hard when its group accuracy is below this")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|default"})
 
     def __post_init__(self) -> None:

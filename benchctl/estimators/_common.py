@@ -7,12 +7,13 @@ Everything here is vectorised over groups: no Python loop per group.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from benchctl.errors import BenchctlError, check_range
+from benchctl.fields import setting as hp  # noqa: F401  (a hyperparameter: a default and one help string)
 
 DELTA = 1e-6  # a group is degenerate when its population std is below this (contract.md §1)
 STD_CHOICES = ("sample", "population")
@@ -100,11 +101,6 @@ def acr_metrics(rewards: np.ndarray, delta: float = DELTA) -> dict[str, float]:
 
 
 # --- hyperparameter helpers ------------------------------------------------------------------------------
-
-
-def hp(default: Any, help: str) -> Any:  # noqa: A002 - "help" is the metadata key the CLI reads
-    """A dataclass field with its default and one help string."""
-    return field(default=default, metadata={"help": help})
 
 
 def number(name: str, value: Any, low=None, high=None, *, low_open=False, high_open=False) -> None:

@@ -7,37 +7,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from benchctl.errors import BenchctlError, check_range
-
-
-def _f(default, help_text: str, **kw):
-    return field(default=default, metadata={"help": help_text}, **kw)
+from benchctl.fields import setting
 
 
 @dataclass(frozen=True)
 class EvalConfig:
     """Everything `benchctl eval` needs; `sources` says where each value came from (flag/env/default)."""
 
-    model: str = _f("", "HF model folder, hub id, or benchctl run folder (see benchctl.results.runs)")
-    tasks: tuple[str, ...] = _f((), "task names (benchctl.tasks registry)")
-    ks: tuple[int, ...] = _f((1,), "k values for pass@k / maj@k; each k <= n")
-    n: int | None = _f(None, "samples per problem; None -> max(ks)")
-    temperature: float = _f(0.6, "sampling temperature (A-GRAE eval: 0.6)")
-    top_p: float = _f(0.95, "nucleus sampling top-p (A-GRAE eval: 0.95)")
-    max_tokens: int = _f(4096, "max new tokens per sample (A-GRAE eval: 4096)")
-    seed: int = _f(0, "sampling seed (engine) and bootstrap seed")
-    limit: int | None = _f(None, "evaluate only the first N problems of each task")
-    data_dir: str | None = _f(
+    model: str = setting("", "HF model folder, hub id, or benchctl run folder (see benchctl.results.runs)")
+    tasks: tuple[str, ...] = setting((), "task names (benchctl.tasks registry)")
+    ks: tuple[int, ...] = setting((1,), "k values for pass@k / maj@k; each k <= n")
+    n: int | None = setting(None, "samples per problem; None -> max(ks)")
+    temperature: float = setting(0.6, "sampling temperature (A-GRAE eval: 0.6)")
+    top_p: float = setting(0.95, "nucleus sampling top-p (A-GRAE eval: 0.95)")
+    max_tokens: int = setting(4096, "max new tokens per sample (A-GRAE eval: 4096)")
+    seed: int = setting(0, "sampling seed (engine) and bootstrap seed")
+    limit: int | None = setting(None, "evaluate only the first N problems of each task")
+    data_dir: str | None = setting(
         None, "local benchmark folder (shared/benchmarks schema); None -> $BENCHCTL_DATA_DIR / hub"
     )
-    out: str | None = _f(None, "run folder; None -> results/eval/<model-name>")
-    overwrite: bool = _f(False, "discard samples in --out made with a different sampling config")
-    max_model_len: int | None = _f(None, "engine context length; None -> the model's own")
-    chunk_samples: int = _f(4096, "samples per part file / generation chunk (bounds memory, not n)")
-    resamples: int = _f(1000, "bootstrap resamples for the CIs")
-    confidence: float = _f(0.95, "two-sided CI level")
-    grade_workers: int | None = _f(None, "grader processes (None -> task default)")
-    grade_timeout: float = _f(5.0, "seconds per graded item")
-    progress: bool = _f(True, "show the engine's progress bar")
+    out: str | None = setting(None, "run folder; None -> results/eval/<model-name>")
+    overwrite: bool = setting(False, "discard samples in --out made with a different sampling config")
+    max_model_len: int | None = setting(None, "engine context length; None -> the model's own")
+    chunk_samples: int = setting(4096, "samples per part file / generation chunk (bounds memory, not n)")
+    resamples: int = setting(1000, "bootstrap resamples for the CIs")
+    confidence: float = setting(0.95, "two-sided CI level")
+    grade_workers: int | None = setting(None, "grader processes (None -> task default)")
+    grade_timeout: float = setting(5.0, "seconds per graded item")
+    progress: bool = setting(True, "show the engine's progress bar")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|env|default"})
 
     def __post_init__(self) -> None:
@@ -65,18 +62,18 @@ class EvalConfig:
 class GradeConfig:
     """Everything `benchctl grade` needs: completions made elsewhere, graded like `benchctl eval`."""
 
-    task: str = _f("", "task whose problems and grader to use")
-    samples: str = _f("", "JSON Lines file: {'problem_id': ..., 'completion': ...} per line")
-    out: str = _f("", "output folder (same layout as benchctl eval)")
-    ks: tuple[int, ...] | None = _f(None, "k values; None -> powers of two <= min samples per problem")
-    data_dir: str | None = _f(None, "local benchmark folder; None -> $BENCHCTL_DATA_DIR / hub")
-    overwrite: bool = _f(False, "replace an --out folder made from another samples file")
-    chunk_samples: int = _f(4096, "samples per part file")
-    resamples: int = _f(1000, "bootstrap resamples")
-    confidence: float = _f(0.95, "two-sided CI level")
-    seed: int = _f(0, "bootstrap seed")
-    grade_workers: int | None = _f(None, "grader processes (None -> task default)")
-    grade_timeout: float = _f(5.0, "seconds per graded item")
+    task: str = setting("", "task whose problems and grader to use")
+    samples: str = setting("", "JSON Lines file: {'problem_id': ..., 'completion': ...} per line")
+    out: str = setting("", "output folder (same layout as benchctl eval)")
+    ks: tuple[int, ...] | None = setting(None, "k values; None -> powers of two <= min samples per problem")
+    data_dir: str | None = setting(None, "local benchmark folder; None -> $BENCHCTL_DATA_DIR / hub")
+    overwrite: bool = setting(False, "replace an --out folder made from another samples file")
+    chunk_samples: int = setting(4096, "samples per part file")
+    resamples: int = setting(1000, "bootstrap resamples")
+    confidence: float = setting(0.95, "two-sided CI level")
+    seed: int = setting(0, "bootstrap seed")
+    grade_workers: int | None = setting(None, "grader processes (None -> task default)")
+    grade_timeout: float = setting(5.0, "seconds per graded item")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|env|default"})
 
     def __post_init__(self) -> None:

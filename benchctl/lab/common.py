@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
 from benchctl.errors import BenchctlError, check_range
+from benchctl.fields import setting as opt  # noqa: F401  (a study option: a default and one help string)
 
 # Default success-probability grid: contains the docs/contract.md §5 check points 0.05, 0.10, 0.25, 0.5, 0.75.
 DEFAULT_P = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
-
-
-def opt(default: Any, help: str) -> Any:  # noqa: A002 - "help" is the metadata key
-    """A frozen-dataclass field with a default and its one help string."""
-    return dataclasses.field(default=default, metadata={"help": help})
 
 
 def field_help(config_type: type) -> dict[str, str]:

@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.errors import BenchctlError
+from benchctl.report.stats import MIN_SEEDS
 
 DIRECTIONS = ("greater", "less", "at_least", "at_most")
 EXCLUDED = "paper's effect excluded"
@@ -91,7 +92,6 @@ CLAIM_COLUMNS = (
     "reason",
     "inert",
 )
-MIN_SEEDS = 3
 
 
 @dataclass(frozen=True)

@@ -6,44 +6,45 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from benchctl.errors import BenchctlError, check_range
-
-
-def _f(default, help_text: str, **kw):
-    return field(default=default, metadata={"help": help_text}, **kw)
+from benchctl.fields import setting
 
 
 @dataclass(frozen=True)
 class ReportConfig:
     """Everything `benchctl report` needs; `sources` says where each value came from (flag/default)."""
 
-    inputs: tuple[str, ...] = _f((), "run folders, results folders with index.parquet, or folders holding runs")
-    out: str | None = _f(None, "output folder for report.md/.html, the parquet tables and plots; None -> print only")
-    baseline: str | None = _f(
+    inputs: tuple[str, ...] = setting((), "run folders, results folders with index.parquet, or folders holding runs")
+    out: str | None = setting(
+        None, "output folder for report.md/.html, the parquet tables and plots; None -> print only"
+    )
+    baseline: str | None = setting(
         "grpo", "arm to compare against (matrix arm or estimator_label, estimator or model); None -> no comparisons"
     )
-    where: tuple[str, ...] = _f((), "run filters key=value, key=v1,v2 (any of), key!=value; on run columns")
-    group_by: tuple[str, ...] = _f(
+    where: tuple[str, ...] = setting((), "run filters key=value, key=v1,v2 (any of), key!=value; on run columns")
+    group_by: tuple[str, ...] = setting(
         (),
         "run columns that define an arm ('arm': the matrix arm, else estimator_label, else model); () -> arm plus "
         "the columns that vary across runs (model, recipe, group_size)",
     )
-    tasks: tuple[str, ...] = _f((), "evaluated tasks to report; () -> every task found")
-    ks: tuple[int, ...] = _f((), "k values to report; () -> every k the evals hold")
-    confidence: float = _f(0.95, "two-sided CI level")
-    alpha: float = _f(0.05, "family-wise error rate of the primary family (Holm), and the mde's level")
-    primary_k: int = _f(1, "the k whose comparisons form the primary family (Holm); the other k are secondary")
-    population: str = _f(
+    tasks: tuple[str, ...] = setting((), "evaluated tasks to report; () -> every task found")
+    ks: tuple[int, ...] = setting((), "k values to report; () -> every k the evals hold")
+    confidence: float = setting(0.95, "two-sided CI level")
+    alpha: float = setting(0.05, "family-wise error rate of the primary family (Holm), and the mde's level")
+    primary_k: int = setting(1, "the k whose comparisons form the primary family (Holm); the other k are secondary")
+    population: str = setting(
         "problems",
         "what an interval speaks for: 'problems' (seeds and problems like these, crossed two-way variance) or "
         "'fixed' (this problem set, new seeds: paired t on per-seed means); docs/report.md",
     )
-    rliable_reps: int = _f(1000, "stratified-bootstrap repetitions for the rliable summary")
-    seed: int = _f(0, "bootstrap seed")
-    select_on: str | None = _f(None, "validation task choosing each arm's swept setting; None -> the one *_val task")
-    tuning_seeds: tuple[int, ...] = _f(
+    rliable_reps: int = setting(1000, "stratified-bootstrap repetitions for the rliable summary")
+    seed: int = setting(0, "bootstrap seed")
+    select_on: str | None = setting(
+        None, "validation task choosing each arm's swept setting; None -> the one *_val task"
+    )
+    tuning_seeds: tuple[int, ...] = setting(
         (), "seeds held apart to choose swept settings (their runs leave the tests); () -> leave-one-seed-out"
     )
-    claims: str | None = _f(None, "claims file (YAML) to test against the runs (benchctl/report/claims.py)")
+    claims: str | None = setting(None, "claims file (YAML) to test against the runs (benchctl/report/claims.py)")
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"help": "key -> flag|default"})
 
     def __post_init__(self) -> None:

@@ -59,11 +59,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from benchctl.fields import setting
 
 STATES = ("ok", "diverged", "collapsed", "stalled", "never_learned", "entropy_decayed")  # after "ok": label order
 NOTES = ("never_learned", "entropy_decayed")  # labels worth showing that do not make a run unfit to compare
@@ -76,26 +78,22 @@ INERT = "inert: trained as its base"
 ACTED = re.compile(r"^mechanism/(.+)/acted$")
 
 
-def _f(default, help_text: str):
-    return field(default=default, metadata={"help": help_text})
-
-
 @dataclass(frozen=True)
 class Thresholds:
     """Where a run stops being `ok`."""
 
-    collapse_fraction: float = _f(0.5, "the smoothed score ending under this x its smoothed running peak")
-    collapse_min_drop: float = _f(0.05, "... and at least this far under it (score units)")
-    smooth_fraction: float = _f(0.03, "trailing-mean window of the score, as a fraction of its points")
-    collapse_alpha: float = _f(0.01, "the fall from peak to end must exceed noise at this level (fall_band)")
-    never_learned: float = _f(0.02, "the smoothed reward/mean never above this (near zero): never_learned")
-    entropy_blowup: float = _f(3.0, "policy/entropy ending at this x its start or more while reward/mean falls")
-    entropy_fraction: float = _f(0.05, "policy/entropy ending under this x its first value: entropy_decayed")
-    entropy_floor: float = _f(1e-3, "policy/entropy ending under this many nats per token: entropy_decayed")
-    grad_blowup: float = _f(100.0, "policy/grad_norm over this x the run's median is always a spike")
-    grad_sigmas: float = _f(6.0, "log policy/grad_norm over its median by this many robust sd: a spike")
-    stall_fraction: float = _f(0.25, "the last fraction of the steps that must all be uninformative")
-    edge_fraction: float = _f(0.1, "start and end windows (fraction of the steps, at least 1) for reward/entropy")
+    collapse_fraction: float = setting(0.5, "the smoothed score ending under this x its smoothed running peak")
+    collapse_min_drop: float = setting(0.05, "... and at least this far under it (score units)")
+    smooth_fraction: float = setting(0.03, "trailing-mean window of the score, as a fraction of its points")
+    collapse_alpha: float = setting(0.01, "the fall from peak to end must exceed noise at this level (fall_band)")
+    never_learned: float = setting(0.02, "the smoothed reward/mean never above this (near zero): never_learned")
+    entropy_blowup: float = setting(3.0, "policy/entropy ending at this x its start or more while reward/mean falls")
+    entropy_fraction: float = setting(0.05, "policy/entropy ending under this x its first value: entropy_decayed")
+    entropy_floor: float = setting(1e-3, "policy/entropy ending under this many nats per token: entropy_decayed")
+    grad_blowup: float = setting(100.0, "policy/grad_norm over this x the run's median is always a spike")
+    grad_sigmas: float = setting(6.0, "log policy/grad_norm over its median by this many robust sd: a spike")
+    stall_fraction: float = setting(0.25, "the last fraction of the steps that must all be uninformative")
+    edge_fraction: float = setting(0.1, "start and end windows (fraction of the steps, at least 1) for reward/entropy")
 
 
 @dataclass(frozen=True)
