@@ -10,7 +10,8 @@ and the same loss aggregation (benchctl's grpo default seq-mean-token-mean = TRL
            benchctl cache, about 5-15 min on 2 CPU cores), so that groups are mostly mixed,
            16 prompts x G=8, up to 64 new tokens, lr 1e-5
     smollm2    SmolLM2-135M-Instruct (`--model smollm2-135m`, 134.5M parameters, fp32) on arith_chat, its chat
-           template applied by both sides (TRL's conversational prompts), 8 prompts x G=8, up to 64 new tokens, lr 1e-6
+           template applied by both sides (TRL's conversational prompts), 8 prompts x G=8, up to 64 new tokens, lr 1e-6;
+           TRL accumulates 4 micro-batches of 16 rows into its one optimizer step (both sides fit in 24 GB at once)
 
 TRL runs its fastest working configuration on this CPU: fp32 (bf16=False), gradient_checkpointing=False,
 use_vllm=False (plain `transformers` generate, the only generation backend that works here without a GPU
