@@ -26,6 +26,7 @@ def one_line_error(args, *words):
 
 
 def test_train_engine_verl_hands_the_flags_config_to_the_verl_launch(monkeypatch, tmp_path):
+    monkeypatch.delenv("BENCHCTL_DATA_DIR", raising=False)  # the CLI reads it as data_dir's source
     seen = []
 
     def fake_launch(cfg):

@@ -171,7 +171,8 @@ def test_resume_refuses_a_change_that_would_break_exactness(tmp_path):
         build_config(flag_values={"resume": str(run), "estimator": "grpo"})
 
 
-def test_cli_passes_the_issue_16_flags_to_the_trainer(monkeypatch):
+def test_cli_passes_the_gpu_flags_to_the_trainer(monkeypatch):
+    monkeypatch.delenv("BENCHCTL_DATA_DIR", raising=False)  # the CLI reads it as data_dir's source
     seen = []
     monkeypatch.setattr("benchctl.trainers.train", lambda cfg, display=None: seen.append(cfg) or sys.exit(0))
     flags = {
