@@ -41,6 +41,7 @@ from typing import Any
 from benchctl.errors import BenchctlError
 from benchctl.results.runs import MODEL_NAMES
 from benchctl.trainers.config import settings
+from benchctl.yamlfile import read_yaml
 
 TOP_KEYS = ("models", "task", "estimators", "recipes", "losses", "group_sizes", "seeds", "train", "eval")
 ENTRY_KEYS = (
@@ -159,15 +160,8 @@ def _ints(data: Mapping, name: str, default: list, path: str) -> list[int]:
 
 def read_matrix(path: str | Path) -> MatrixSpec:
     """Read and validate a matrix YAML file; every problem is one BenchctlError line naming the file."""
-    import yaml
-
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BenchctlError(f"matrix file {p} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BenchctlError(f"matrix file {p} is not readable YAML ({type(exc).__name__})") from None
+    data = read_yaml(p, "matrix")
     if not isinstance(data, dict):
         raise BenchctlError(f"matrix file {p} must hold a mapping with keys: {', '.join(TOP_KEYS)}")
     return parse_matrix(data, str(p))

@@ -63,6 +63,7 @@ import pandas as pd
 
 from benchctl.errors import BenchctlError
 from benchctl.report.stats import MIN_SEEDS
+from benchctl.yamlfile import read_yaml
 
 DIRECTIONS = ("greater", "less", "at_least", "at_most")
 EXCLUDED = "paper's effect excluded"
@@ -122,15 +123,8 @@ CLAIM_KEYS = tuple(f.name for f in dataclasses.fields(Claim))  # the keys a clai
 
 def read_claims(path: str | Path) -> list[Claim]:
     """Parse a claims file; every problem is one BenchctlError line naming the file and the claim."""
-    import yaml
-
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BenchctlError(f"claims file {p} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BenchctlError(f"claims file {p} is not readable YAML ({type(exc).__name__})") from None
+    data = read_yaml(p, "claims")
     items = data.get("claims") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         raise BenchctlError(f"claims file {p} must hold 'claims:', a list of claims with keys: {', '.join(CLAIM_KEYS)}")

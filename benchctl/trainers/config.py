@@ -16,6 +16,7 @@ from typing import Any
 
 from benchctl.errors import BenchctlError, check_range
 from benchctl.estimators.registry import LOSS_AGGS
+from benchctl.yamlfile import read_yaml
 
 RATIO_LEVELS = ("token", "sequence")
 DEVICES = ("auto", "cpu", "cuda")
@@ -334,15 +335,8 @@ def resumed_config(run: str, given: dict[str, Any]) -> TrainConfig:
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """A YAML mapping of TrainConfig keys (dashes or underscores); one-line errors for unreadable files."""
-    import yaml
-
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BenchctlError(f"config file {p} does not exist") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise BenchctlError(f"config file {p} is not valid YAML ({type(exc).__name__})") from None
+    data = read_yaml(p, "config")
     if data is None:
         raise BenchctlError(f"config file {p} is empty; give settings such as 'estimator: avspo' (one per line)")
     if not isinstance(data, dict):

@@ -95,6 +95,7 @@ BAD = [
     (["--recipe", "dapo", "--group-size", "1"], "dynamic_sampling needs group_size >= 2"),
     (["--device", "tpu"], "device='tpu' is not valid"),
     (["--config", "/nonexistent/c.yaml"], "does not exist"),
+    (["--config", "/"], "config file / is not readable YAML (IsADirectoryError)"),
     (["--resume", "/nonexistent/run"], "is not a training run folder"),
     (["--dtype", "float16"], "dtype='float16' is not valid; choose one of: auto, float32, bfloat16"),
     (["--micro-batch-tokens", "0"], "micro_batch_tokens=0 is out of range"),
