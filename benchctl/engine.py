@@ -153,7 +153,7 @@ class _DropThreadWarning(logging.Filter):
         return "set_num_threads" not in record.getMessage()
 
 
-def resolve_dtype(cfg: EngineConfig) -> str:
+def engine_dtype(cfg: EngineConfig) -> str:
     """`cfg.dtype`, where "auto" means the dtype in a local folder's config.json [our choice]: vLLM's own
     "auto" loads a float32 checkpoint as bfloat16 on CPU, and the tiny model is trained and compared in fp32."""
     path = Path(cfg.model).expanduser() / "config.json"
@@ -208,7 +208,7 @@ def _start_llm(cfg: EngineConfig):
     kv_gib = cfg.kv_cache_gib if cfg.kv_cache_gib is not None else (CPU_DEFAULT_KV_CACHE_GIB if on_cpu else None)
     kwargs: dict[str, Any] = dict(
         seed=cfg.seed,
-        dtype=resolve_dtype(cfg),
+        dtype=engine_dtype(cfg),
         enforce_eager=on_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
         gpu_memory_utilization=cfg.gpu_memory_utilization,
         logprobs_mode=cfg.logprobs_mode,

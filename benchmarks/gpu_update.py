@@ -89,7 +89,7 @@ def child(spec: dict) -> dict:
     """One setting, in this process: build the policy, run `--steps` trainer updates, measure."""
     import torch
 
-    from benchctl.trainers.build import Loss, build_policy
+    from benchctl.trainers.build import Objective, build_policy
     from benchctl.trainers.config import TrainConfig, resolved_loss, rollout_correction
     from benchctl.trainers.loop import measure, update
     from benchctl.trainers.policy import forward_stats
@@ -105,7 +105,7 @@ def child(spec: dict) -> dict:
     start = time.perf_counter()
     policy = build_policy(cfg, spec["folder"], None, device)
     load_s = time.perf_counter() - start
-    loss = Loss(resolved_loss(cfg), "token-mean", cfg.kl_coef, 1024, rollout_correction(cfg))
+    loss = Objective(resolved_loss(cfg), "token-mean", cfg.kl_coef, 1024, rollout_correction(cfg))
     batch, token_adv, nondegenerate, engine_lp = rollout_batch(spec, device)
     state_gib = torch.cuda.memory_allocated() / 2**30 if cuda else float("nan")
     out: dict = {"load_s": load_s, "weights_gib": state_gib, "steps": []}

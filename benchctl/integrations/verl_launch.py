@@ -131,7 +131,7 @@ def check_chat_template(model_path: str) -> None:
         )
 
 
-def run_folder(cfg) -> Path:
+def launch_run_dir(cfg) -> Path:
     """`cfg.out`, else results/train/<model>-<estimator label>-G<G>-s<seed> (as the native trainer names it)."""
     if cfg.out:
         return Path(cfg.out)
@@ -356,7 +356,7 @@ def prepare(cfg) -> tuple[Path, Path, list[str]]:
     check_supported(cfg)
     model = resolve_model(cfg.model)
     check_chat_template(model.path)  # refused, like check_supported, before a file is written
-    run = run_folder(cfg)
+    run = launch_run_dir(cfg)
     folder = run / VERL_DIR
     folder.mkdir(parents=True, exist_ok=True)
     train, val = task_data(cfg)

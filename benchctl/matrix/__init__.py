@@ -13,8 +13,8 @@ from benchctl.matrix.runner import (
     CellOutcome,
     CellStatus,
     MatrixOutcome,
+    cell_run_dir,
     matrix_status,
-    run_folder,
     run_matrix,
 )
 from benchctl.matrix.spec import Cell, EvalSettings, MatrixSpec, parse_matrix, read_matrix
@@ -30,6 +30,6 @@ __all__ = [
     "matrix_status",
     "parse_matrix",
     "read_matrix",
-    "run_folder",
+    "cell_run_dir",
     "run_matrix",
 ]

@@ -49,7 +49,7 @@ DEFAULT_RETRIES = 2  # runs again of a cell that failed from outside it (`Retrie
 # ---- where things are ---------------------------------------------------------------------------------------
 
 
-def run_folder(results: Path, cell: Cell) -> Path:
+def cell_run_dir(results: Path, cell: Cell) -> Path:
     return Path(results) / RUNS_DIR / cell.name
 
 
@@ -69,7 +69,7 @@ def cell_row(results: Path, cell: Cell, status: str, reason: str | None = None) 
     except (BenchctlError, TypeError, ValueError):
         label = None
     values = {**cell.train_values(), "recipe": cell.recipe, "estimator_label": label, "arm": cell.arm}
-    return index_row(results, run_folder(results, cell), values, status, reason)
+    return index_row(results, cell_run_dir(results, cell), values, status, reason)
 
 
 def previous_status(results: Path) -> dict[str, dict]:
@@ -84,10 +84,10 @@ def previous_status(results: Path) -> dict[str, dict]:
 
 def is_finished(results: Path, cell: Cell, previous: dict[str, dict]) -> bool:
     row = previous.get(cell_row(results, cell, "pending")["run"])
-    if row is None or row.get("status") != "done" or not eval_finished(run_folder(results, cell)):
+    if row is None or row.get("status") != "done" or not eval_finished(cell_run_dir(results, cell)):
         return False
     try:
-        check_not_stale(cell, run_folder(results, cell))
+        check_not_stale(cell, cell_run_dir(results, cell))
     except BenchctlError:
         return False  # runs again, and fails with the reason
     return True
@@ -236,7 +236,7 @@ def check_cells(cells: Sequence[Cell]) -> None:
 def run_cell(cell: Cell, results: str, report_to: str | None = None) -> CellOutcome:
     """Train (or continue) and evaluate one cell; never raises for a failing cell (Ctrl-C -> interrupted)."""
     start = time.perf_counter()
-    run = run_folder(Path(results), cell)
+    run = cell_run_dir(Path(results), cell)
     try:
         steps = None
         if train_folder.finished(run):
@@ -392,7 +392,7 @@ def matrix_status(spec: MatrixSpec, results: str | Path) -> list[CellStatus]:
     previous = previous_status(results)
     out = []
     for cell in spec.cells:
-        run = run_folder(results, cell)
+        run = cell_run_dir(results, cell)
         row = previous.get(cell_row(results, cell, "pending")["run"]) or {}
         status = row.get("status") or "pending"
         if status == "done" and not eval_finished(run):

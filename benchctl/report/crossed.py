@@ -17,7 +17,7 @@ import math
 
 import pandas as pd
 
-from benchctl.report.render import WARN, Cell, Kind, percent
+from benchctl.report.render import WARN, Kind, TableCell, percent
 from benchctl.report.verdict import BASELINE_MARK, _diff_cell
 
 TITLE = "estimator x loss: the primary k's difference to the baseline [CI], * significant (Holm), mde"
@@ -39,7 +39,7 @@ def varies(runs: pd.DataFrame) -> bool:
 
 def arm_axes(runs: pd.DataFrame, group_by: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """arm -> (estimator, loss) in the runs' order: the estimator is the arm's label without the loss columns and
-    without `+<loss>` (how a matrix names a crossed cell, `Cell.arm`); the loss its `loss_resolved`."""
+    without `+<loss>` (how a matrix names a crossed cell, `matrix.Cell.arm`); the loss its `loss_resolved`."""
     from benchctl.report.load import arm_label
 
     keep = tuple(c for c in group_by if c not in LOSS_COLUMNS)
@@ -90,14 +90,14 @@ def estimator_loss_table(
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _cell(r: dict) -> Cell:
+def _cell(r: dict) -> TableCell:
     if r["role"] == "compared":
         cell = _diff_cell(r)
-        return Cell(WARN + cell, cell.kind) if r["unhealthy"] else cell
+        return TableCell(WARN + cell, cell.kind) if r["unhealthy"] else cell
     text = f"{percent(r['pass_at_k'])} [{percent(r['pass_at_k_low'])}, {percent(r['pass_at_k_high'])}]"
     if r["role"] == "baseline":
-        return Cell(text + BASELINE_MARK, Kind.BASELINE)
-    return Cell(text + " (no baseline)", Kind.NUMBER)
+        return TableCell(text + BASELINE_MARK, Kind.BASELINE)
+    return TableCell(text + " (no baseline)", Kind.NUMBER)
 
 
 def estimator_loss_view(table: pd.DataFrame) -> pd.DataFrame:
@@ -109,7 +109,7 @@ def estimator_loss_view(table: pd.DataFrame) -> pd.DataFrame:
     rows: dict[tuple, dict] = {}
     for r in table.to_dict("records"):
         key = (r["eval_task"], r["estimator"])
-        blank = {loss: Cell("-", Kind.NUMBER) for loss in losses}
+        blank = {loss: TableCell("-", Kind.NUMBER) for loss in losses}
         rows.setdefault(key, {"task": key[0], "estimator": key[1], **blank})[r["loss"]] = _cell(r)
     return pd.DataFrame(list(rows.values()), columns=["task", "estimator", *losses])
 

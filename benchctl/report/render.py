@@ -27,20 +27,20 @@ class Kind(StrEnum):
     WARN = "warn"  # runs that are not ok
 
 
-class Cell(str):
+class TableCell(str):
     """A view's cell: its text (a str, so it prints, compares and matches as text) and its `kind`."""
 
     kind: Kind
 
-    def __new__(cls, text: str, kind: Kind = Kind.TEXT) -> Cell:
+    def __new__(cls, text: str, kind: Kind = Kind.TEXT) -> TableCell:
         cell = super().__new__(cls, text)
         cell.kind = kind
         return cell
 
 
 def kind_of(value) -> Kind:
-    """A value's kind: a Cell's own; plain numbers NUMBER, anything else TEXT."""
-    if isinstance(value, Cell):
+    """A value's kind: a TableCell's own; plain numbers NUMBER, anything else TEXT."""
+    if isinstance(value, TableCell):
         return value.kind
     is_number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
     return Kind.NUMBER if is_number else Kind.TEXT
@@ -87,9 +87,9 @@ def _warns(state: str) -> bool:
     return any(p != "ok" and not p.startswith("ok (") and not p.startswith("never learned:") for p in parts)
 
 
-def health_cell(state: str) -> Cell:
+def health_cell(state: str) -> TableCell:
     """'ok' (or 'ok (never learned: seed 3)') as text, anything else marked WARN."""
-    return Cell(WARN + state, Kind.WARN) if _warns(state) else Cell(state, Kind.TEXT)
+    return TableCell(WARN + state, Kind.WARN) if _warns(state) else TableCell(state, Kind.TEXT)
 
 
 def diff_kind(c) -> Kind:
@@ -104,26 +104,26 @@ def mde_text(mde: float) -> str:
     return "> 100" if mde >= 1.0 else percent(mde)
 
 
-def _p_cell(c) -> Cell:
+def _p_cell(c) -> TableCell:
     if bool(c["too_few_seeds"]):
-        return Cell(f"{TOO_FEW} ({int(c['seeds'])})", Kind.FEW)
+        return TableCell(f"{TOO_FEW} ({int(c['seeds'])})", Kind.FEW)
     if not bool(c["primary"]):
         p = c["p_value"]
-        return Cell("-" if math.isnan(p) else f"{p:.3g} (secondary, unadjusted)", Kind.NUMBER)
+        return TableCell("-" if math.isnan(p) else f"{p:.3g} (secondary, unadjusted)", Kind.NUMBER)
     if math.isnan(c["p_holm"]):
-        return Cell("-", Kind.NUMBER)
+        return TableCell("-", Kind.NUMBER)
     sig = bool(c["significant"])
-    return Cell(f"{c['p_holm']:.3g}{' *' if sig else ''}", Kind.SIGNIFICANT if sig else Kind.NUMBER)
+    return TableCell(f"{c['p_holm']:.3g}{' *' if sig else ''}", Kind.SIGNIFICANT if sig else Kind.NUMBER)
 
 
-def _diff_cells(c) -> dict[str, Cell]:
+def _diff_cells(c) -> dict[str, TableCell]:
     """The comparison columns of one main-table row (percent points)."""
     ci = f" [{percent(c['low'])}, {percent(c['high'])}]" if not math.isnan(c["low"]) else ""
     return {
-        "diff vs baseline [CI]": Cell(f"{percent(c['diff']):>5}{ci}", diff_kind(c)),
-        "seed sd": Cell(percent(c["seed_std"]), Kind.NUMBER),
+        "diff vs baseline [CI]": TableCell(f"{percent(c['diff']):>5}{ci}", diff_kind(c)),
+        "seed sd": TableCell(percent(c["seed_std"]), Kind.NUMBER),
         "p (Holm)": _p_cell(c),
-        "mde (80% power)": Cell(mde_text(c["mde"]), Kind.NUMBER),
+        "mde (80% power)": TableCell(mde_text(c["mde"]), Kind.NUMBER),
     }
 
 
@@ -140,9 +140,11 @@ def main_table(passk: pd.DataFrame, comparisons: pd.DataFrame, runs: pd.DataFram
             "task": r.eval_task,
             "k": r.k,
             "arm": r.arm,
-            "seeds": Cell(f"{r.seeds} (too few)", Kind.FEW) if r.too_few_seeds else Cell(str(r.seeds), Kind.NUMBER),
+            "seeds": TableCell(f"{r.seeds} (too few)", Kind.FEW)
+            if r.too_few_seeds
+            else TableCell(str(r.seeds), Kind.NUMBER),
             "problems": r.problems,
-            "pass@k [CI]": Cell(f"{percent(r.pass_at_k)} [{percent(r.low)}, {percent(r.high)}]", Kind.NUMBER),
+            "pass@k [CI]": TableCell(f"{percent(r.pass_at_k)} [{percent(r.low)}, {percent(r.high)}]", Kind.NUMBER),
         }
         c = cmp.loc[(r.arm, r.eval_task, r.k)] if cmp is not None and (r.arm, r.eval_task, r.k) in cmp.index else None
         row.update(_diff_cells(c) if c is not None else blank)
@@ -188,12 +190,12 @@ def health_text(runs: pd.DataFrame, comparisons: pd.DataFrame) -> str:
     )
 
 
-def _claim_seeds(c) -> Cell:
+def _claim_seeds(c) -> TableCell:
     """The claim's paired seeds, marked when fewer than expected (`3 of 4 seeds: s4 failed`, `lost_seeds`)."""
     from benchctl.report.lost_seeds import seeds_mark
 
     mark = seeds_mark(int(c.seeds), getattr(c, "seeds_expected", 0), getattr(c, "seeds_lost", "") or "")
-    return Cell(WARN + mark, Kind.WARN) if mark else Cell(str(int(c.seeds)), Kind.NUMBER)
+    return TableCell(WARN + mark, Kind.WARN) if mark else TableCell(str(int(c.seeds)), Kind.NUMBER)
 
 
 def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
@@ -208,7 +210,7 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
         effect = "-" if pd.isna(c.effect) else f"{c.effect * scale:+.1f}{unit}"
         if pd.notna(c.low):
             effect += f" [{c.low * scale:+.1f}, {c.high * scale:+.1f}]"
-        effect = Cell(effect, Kind.NUMBER)
+        effect = TableCell(effect, Kind.NUMBER)
         metric = f"pass@{int(c.k)}" if c.metric == "pass@k" else c.metric
         parity = c.direction in ("at_least", "at_most")
         stated = getattr(c, "stated_effect", np.nan)
@@ -255,21 +257,21 @@ def compute_view(fits: pd.DataFrame, comparisons: pd.DataFrame) -> pd.DataFrame:
 
     def ci(value, low, high, fmt) -> str:
         if not np.isfinite(value):
-            return Cell("-", Kind.NUMBER)
-        return Cell(fmt(value) + ("" if not np.isfinite(low) else f" [{fmt(low)}, {fmt(high)}]"), Kind.NUMBER)
+            return TableCell("-", Kind.NUMBER)
+        return TableCell(fmt(value) + ("" if not np.isfinite(low) else f" [{fmt(low)}, {fmt(high)}]"), Kind.NUMBER)
 
     tok = lambda v: f"{v:,.0f}"  # noqa: E731
 
-    def midpoint(f) -> Cell:
+    def midpoint(f) -> TableCell:
         if np.isfinite(f.midpoint) and f.midpoint > f.max_tokens:
-            return Cell(f"> {tok(f.max_tokens)} (past the budget)", Kind.NUMBER)
+            return TableCell(f"> {tok(f.max_tokens)} (past the budget)", Kind.NUMBER)
         return ci(f.midpoint, f.midpoint_low, f.midpoint_high, tok)
 
     return pd.DataFrame(
         {
             "arm": f.arm,
             "task": f.eval_task,
-            "A (asymptote, %)": Cell(asymptote_text(f), Kind.NUMBER),
+            "A (asymptote, %)": TableCell(asymptote_text(f), Kind.NUMBER),
             "C_mid (tokens)": midpoint(f),
             "B": ci(f.efficiency, f.efficiency_low, f.efficiency_high, lambda v: f"{v:.2f}"),
             "seeds": int(f.seeds),
@@ -286,12 +288,14 @@ def rliable_table(aggregates: pd.DataFrame, improvement: pd.DataFrame) -> pd.Dat
     rows = {}
     for r in aggregates.itertuples():
         row = rows.setdefault((r.arm, r.k), {"arm": r.arm, "k": r.k, "runs": r.runs, "tasks": r.tasks})
-        row[r.metric] = Cell(f"{percent(r.value)} [{percent(r.low)}, {percent(r.high)}]", Kind.NUMBER)
+        row[r.metric] = TableCell(f"{percent(r.value)} [{percent(r.low)}, {percent(r.high)}]", Kind.NUMBER)
     for r in improvement.itertuples() if not improvement.empty else ():
         if (r.arm, r.k) in rows:
             row = rows[(r.arm, r.k)]
             row["baseline"] = r.baseline
-            row["P(> baseline)"] = Cell(f"{r.probability_of_improvement:.2f} [{r.low:.2f}, {r.high:.2f}]", Kind.NUMBER)
+            row["P(> baseline)"] = TableCell(
+                f"{r.probability_of_improvement:.2f} [{r.low:.2f}, {r.high:.2f}]", Kind.NUMBER
+            )
     return pd.DataFrame(list(rows.values())).fillna("")
 
 
@@ -329,11 +333,11 @@ def cost_page_view(cost: pd.DataFrame) -> pd.DataFrame:
     view = cost.copy()
     for col in view.columns:
         if col.startswith("rollout_") or col in ("tokens", "samples"):
-            view[col] = [Cell(_compact(v), Kind.NUMBER) for v in view[col]]
+            view[col] = [TableCell(_compact(v), Kind.NUMBER) for v in view[col]]
         elif col.startswith("time/"):
-            view[col] = [Cell(percent(v, 0, 1.0), Kind.NUMBER) for v in view[col]]
+            view[col] = [TableCell(percent(v, 0, 1.0), Kind.NUMBER) for v in view[col]]
         elif col.startswith("pass@"):
-            view[col] = [Cell(percent(v), Kind.NUMBER) for v in view[col]]
+            view[col] = [TableCell(percent(v), Kind.NUMBER) for v in view[col]]
     return view.rename(columns={c: f"{c} (%)" for c in view.columns if c.startswith("pass@")})
 
 

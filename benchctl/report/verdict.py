@@ -13,24 +13,34 @@ import math
 import pandas as pd
 
 from benchctl.report.lost_seeds import seeds_mark
-from benchctl.report.render import TOO_FEW, WARN, Cell, Kind, diff_kind, health_by_arm, health_cell, mde_text, percent
+from benchctl.report.render import (
+    TOO_FEW,
+    WARN,
+    Kind,
+    TableCell,
+    diff_kind,
+    health_by_arm,
+    health_cell,
+    mde_text,
+    percent,
+)
 
 BASELINE_MARK = " (baseline)"
 UNCOMPARED_MARK = " (own pass@k: no baseline in its context)"
 PRIMARY_MARK = " (primary)"
 
 
-def _diff_cell(c) -> Cell:
+def _diff_cell(c) -> TableCell:
     text = f"{100 * c['diff']:+.1f}"
     if not math.isnan(c["low"]):
         text += f" [{percent(c['low'])}, {percent(c['high'])}]"
     text += "*" if bool(c["significant"]) else ""
     mde = c.get("mde", math.nan)
-    return Cell(text + ("" if math.isnan(mde) else f" (mde {mde_text(mde)})"), diff_kind(c))
+    return TableCell(text + ("" if math.isnan(mde) else f" (mde {mde_text(mde)})"), diff_kind(c))
 
 
-def _own_cell(r) -> Cell:
-    return Cell(f"{percent(r['pass_at_k'])} [{percent(r['low'])}, {percent(r['high'])}]", Kind.BASELINE)
+def _own_cell(r) -> TableCell:
+    return TableCell(f"{percent(r['pass_at_k'])} [{percent(r['low'])}, {percent(r['high'])}]", Kind.BASELINE)
 
 
 def _order(task: str, passk: pd.DataFrame, comparisons: pd.DataFrame) -> list[tuple[str, str]]:
@@ -45,7 +55,7 @@ def _order(task: str, passk: pd.DataFrame, comparisons: pd.DataFrame) -> list[tu
     return rows + [(arm, "own") for arm in arms if arm not in placed]
 
 
-def _seeds(frame: pd.DataFrame) -> Cell:
+def _seeds(frame: pd.DataFrame) -> TableCell:
     """The fewest seeds of the row's cells; a comparison short of the seeds expected says so, marked
     (`3 of 4 seeds: s4 failed`, `benchctl.report.lost_seeds`), also when that leaves too few."""
     n = int(frame["seeds"].min()) if len(frame) else 0
@@ -54,8 +64,8 @@ def _seeds(frame: pd.DataFrame) -> Cell:
         short = frame.loc[frame["seeds"] == n].iloc[0]
         mark = seeds_mark(n, short["seeds_expected"], short["seeds_lost"])
         if mark:
-            return Cell(f"{WARN}{mark}{few}", Kind.WARN)
-    return Cell(f"{n}{few}", Kind.FEW) if few else Cell(str(n), Kind.NUMBER)
+            return TableCell(f"{WARN}{mark}{few}", Kind.WARN)
+    return TableCell(f"{n}{few}", Kind.FEW) if few else TableCell(str(n), Kind.NUMBER)
 
 
 def _column(k: int, primary_k: int | None) -> str:
@@ -70,7 +80,7 @@ def _row(task, arm, kind, ks, primary_k, passk, comparisons, health) -> dict:
     row = {"task": task, "arm": arm + mark, "seeds": _seeds(source)}
     for k in ks:
         if k not in source.index:
-            row[_column(k, primary_k)] = Cell("-", Kind.NUMBER)
+            row[_column(k, primary_k)] = TableCell("-", Kind.NUMBER)
         else:
             cell = _diff_cell(source.loc[k]) if kind == "cmp" else _own_cell(source.loc[k])
             row[_column(k, primary_k)] = cell

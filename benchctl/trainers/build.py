@@ -2,7 +2,7 @@
 
     Sampler    engine, task, problems in their seeded order, sampling settings, reward shaping   (rollout, reward)
     Policy     model, reference, optimizer, scheduler, device, precision, cores                  (loss, update, sync)
-    Loss       aggregation, clip range, ratio, KL coefficient, rollout correction                (loss)
+    Objective  aggregation, clip range, ratio, KL coefficient, rollout correction             (loss)
     RunFolder  RUN/: config.json, metrics, rollouts, checkpoints (`benchctl.trainers.run_folder`) (log, resume)
     TrainState the counters a step advances (step, data position, tokens, samples)             (every step)
 
@@ -91,7 +91,7 @@ class Policy:
 
 
 @dataclass(frozen=True)
-class Loss:
+class Objective:
     """The objective the update minimises: the policy loss from the registry (`benchctl.losses`: ppo_clip, gspo,
     cispo, ...), its aggregation (`benchctl.losses.aggregation`), the k3 KL coefficient to the reference, and
     the rollout correction of the engine/trainer mismatch."""
@@ -210,7 +210,7 @@ class Parts(NamedTuple):
     state: TrainState
     sampler: Sampler
     policy: Policy
-    loss: Loss
+    loss: Objective
     estimator: Estimator  # the one registry call, with its cross-step state
     probe: Probe  # the weight-sync check's fixed sequence and threshold
     trackers: Trackers  # --report-to (a null object when none)
@@ -239,7 +239,7 @@ def build(cfg: TrainConfig) -> Parts:
     pad = engine.tokenizer.pad_token_id
     policy.pad_id = engine.tokenizer.eos_token_id if pad is None else pad
     sampler = build_sampler(cfg, engine, task, problems)
-    loss = Loss(
+    loss = Objective(
         policy_loss=resolved_loss(cfg),
         agg=loss_agg(cfg, estimator),
         kl_coef=cfg.kl_coef,
@@ -261,7 +261,7 @@ def build_policy(cfg: TrainConfig, source: str, weights: Path | None, device: st
     weights, its frozen reference when there is a KL term, AdamW with a linear warm-up (pad_id: set by `build`)."""
     import torch
 
-    from benchctl.trainers.device import default_threads, resolve_dtype
+    from benchctl.trainers.device import default_threads, resolve_compute_dtype
     from benchctl.trainers.weights import load_policy, param_stride
 
     model = load_policy(str(weights or source), device, dtype=torch.float32)  # whatever the compute dtype
@@ -280,7 +280,7 @@ def build_policy(cfg: TrainConfig, source: str, weights: Path | None, device: st
         scheduler=scheduler,
         source=source,
         device=device,
-        compute_dtype=resolve_dtype(cfg.dtype, device),
+        compute_dtype=resolve_compute_dtype(cfg.dtype, device),
         threads=cfg.threads or default_threads(),
         pad_id=0,
         param_stride=param_stride(model),

@@ -21,7 +21,7 @@ from benchctl.yamlfile import read_yaml
 RATIO_LEVELS = ("token", "sequence")
 DEVICES = ("auto", "cpu", "cuda")
 ENGINES = ("native", "verl")  # native: benchctl's trainer; verl: benchctl.integrations.verl_launch
-DTYPES = ("auto", "float32", "bfloat16")  # the policy's compute dtype (`device.resolve_dtype`)
+DTYPES = ("auto", "float32", "bfloat16")  # the policy's compute dtype (`device.resolve_compute_dtype`)
 
 # What each recipe sets (docs/contract.md §6), with its source in the paper (docs/training.md, "Recipes"). A later
 # source (file, flag) still overrides a recipe value. `mini_batches` is the paper's number of optimizer steps per

@@ -75,7 +75,7 @@ def deterministic(on: bool):
 COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
-def resolve_dtype(name: str, device: str) -> torch.dtype:
+def resolve_compute_dtype(name: str, device: str) -> torch.dtype:
     """`--dtype auto|float32|bfloat16` -> the dtype the policy computes in (its weights stay fp32).
 
     auto: bfloat16 on CUDA (the tensor-core dtype, as veRL's FSDP mixed precision and TRL's `bf16=True`),

@@ -19,7 +19,7 @@
 The trainer never branches on an estimator's or a loss's name: an estimator asks for OAR's importance scores through
 `est.token_scores`, computed for the rows with a non-zero advantage only (token advantages are A x w, contract.md §7).
 Rows whose token advantages are all zero are left out of the forward/backward when no KL term needs them; the
-aggregation weights still count them, so loss and gradient are those of the full batch (`Loss.active_rows`): most
+aggregation weights still count them, so loss and gradient are those of the full batch (`Objective.active_rows`): most
 of the speed once ACR grows. Entropy and the engine/policy gap are measured on rows chosen without looking at
 advantages (`measure`), so every arm is measured alike.
 """
@@ -39,7 +39,7 @@ from benchctl.losses.aggregation import aggregation_weights
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
 from benchctl.trainers.batch import pack, pieces, sampled_logprobs
-from benchctl.trainers.build import Loss, Policy, Sampler, build
+from benchctl.trainers.build import Objective, Policy, Sampler, build
 from benchctl.trainers.config import TrainConfig, eval_due, evaluates
 from benchctl.trainers.device import compute_context, deterministic, threads
 from benchctl.trainers.heldout import evaluate
@@ -96,7 +96,7 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
 
 
 def train_step(
-    cfg: TrainConfig, sampler: Sampler, policy: Policy, loss: Loss, est, probe, state: TrainState
+    cfg: TrainConfig, sampler: Sampler, policy: Policy, loss: Objective, est, probe, state: TrainState
 ) -> tuple[TrainState, dict[str, float], pa.Table]:
     """Step `state.step + 1`: rollout -> reward -> advantage -> loss/update -> sync -> (counters, metrics row,
     rollouts table) out; the policy, the engine's weights and the estimator's cross-step state move with it."""
@@ -300,7 +300,7 @@ def _frozen_logprobs(cfg: TrainConfig, policy: Policy, model, batch) -> torch.Te
 def update(
     cfg: TrainConfig,
     policy: Policy,
-    loss: Loss,
+    loss: Objective,
     step: int,
     batch,
     token_adv: torch.Tensor,
@@ -353,7 +353,7 @@ def update(
 
 
 def _minibatch_step(
-    cfg: TrainConfig, policy: Policy, loss: Loss, batch, mask, mb, mb_active, token_adv, nondegenerate, old, ref
+    cfg: TrainConfig, policy: Policy, loss: Objective, batch, mask, mb, mb_active, token_adv, nondegenerate, old, ref
 ) -> dict[str, float]:
     """One optimizer step on mini-batch `mb` (row indices): its active rows are forwarded in pieces (`batch.pieces`:
     length buckets, or token-budget micro-batches), each trimmed of its padding columns, the forward and loss in

@@ -242,10 +242,10 @@ def test_the_verdict_names_the_primary_k_and_cells_carry_their_kind(tmp_path):
 
 def test_the_page_styles_cells_by_kind_not_by_their_text():
     from benchctl.report.page import _td
-    from benchctl.report.render import Cell, Kind
+    from benchctl.report.render import Kind, TableCell
 
-    assert _td(Cell("+2.0 [1.0, 3.0]", Kind.NUMBER)) == "<td class='n'>+2.0 [1.0, 3.0]</td>"  # no mark: not sig
-    assert "sig down" in _td(Cell("+2.0*", Kind.DOWN))  # the kind decides, whatever the text says
+    assert _td(TableCell("+2.0 [1.0, 3.0]", Kind.NUMBER)) == "<td class='n'>+2.0 [1.0, 3.0]</td>"  # no mark: not sig
+    assert "sig down" in _td(TableCell("+2.0*", Kind.DOWN))  # the kind decides, whatever the text says
     assert _td("ok") == "<td>ok</td>" and _td(3) == "<td class='n'>3</td>"
 
 

@@ -99,7 +99,7 @@ def test_a_shared_prompt_forward_gives_the_per_row_log_probs_and_gradient(tiny_m
 @pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm"])
 def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tiny_model, monkeypatch, agg):
     from benchctl.losses import get_loss
-    from benchctl.trainers.build import Loss
+    from benchctl.trainers.build import Objective
     from benchctl.trainers.rollout_correction import RolloutCorrection
     from benchctl.trainers.weights import load_policy
 
@@ -120,7 +120,7 @@ def test_bucketed_minibatch_has_the_loss_metrics_and_gradient_of_one_forward(tin
         cfg.micro_batch_tokens = None
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
         policy = SimpleNamespace(model=model, optimizer=opt, compute_dtype=torch.float32, device="cpu")
-        loss = Loss(get_loss("ppo_clip", clip_high=0.28), agg, 0.0, 12, RolloutCorrection())
+        loss = Objective(get_loss("ppo_clip", clip_high=0.28), agg, 0.0, 12, RolloutCorrection())
         rows, active = torch.arange(12), torch.ones(12, dtype=torch.bool)
         sums = loop._minibatch_step(cfg, policy, loss, batch, batch.mask, rows, active, adv, nondeg, old, None)
         results.append((sums, torch.cat([p.grad.flatten() for p in model.parameters()])))

@@ -94,11 +94,11 @@ def test_a_named_loss_trains_end_to_end_and_is_recorded_in_the_run(loss, tiny_mo
 def test_the_loss_skips_rows_without_a_nonzero_token_advantage_unless_kl_is_on():
     import torch
 
-    from benchctl.trainers.build import Loss
+    from benchctl.trainers.build import Objective
     from benchctl.trainers.rollout_correction import RolloutCorrection
 
     adv = torch.tensor([[0.0, 0.0], [0.0, 1.0], [2.0, 0.0]])
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])  # row 1's non-zero is on padding
-    without, with_kl = (Loss(None, "token-mean", kl, 2, RolloutCorrection()) for kl in (0.0, 0.1))
+    without, with_kl = (Objective(None, "token-mean", kl, 2, RolloutCorrection()) for kl in (0.0, 0.1))
     assert without.active_rows(adv, mask).tolist() == [False, False, True]
     assert with_kl.active_rows(adv, mask).tolist() == [True, True, True]

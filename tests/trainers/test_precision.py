@@ -7,7 +7,7 @@ import torch
 
 from benchctl.errors import BenchctlError
 from benchctl.trainers.batch import pack
-from benchctl.trainers.device import compute_context, resolve_dtype
+from benchctl.trainers.device import compute_context, resolve_compute_dtype
 from benchctl.trainers.policy import completion_logits, gather_logprobs
 from benchctl.trainers.weights import load_policy, param_change, param_snapshot
 
@@ -90,12 +90,12 @@ def test_param_change_skips_frozen_parameters_and_a_strided_snapshot_estimates_i
 
 
 def test_resolve_dtype_auto_is_bf16_on_cuda_and_fp32_on_cpu():
-    assert resolve_dtype("auto", "cuda") == torch.bfloat16
-    assert resolve_dtype("auto", "cpu") == torch.float32
-    assert resolve_dtype("bfloat16", "cpu") == torch.bfloat16
-    assert resolve_dtype("float32", "cuda") == torch.float32
+    assert resolve_compute_dtype("auto", "cuda") == torch.bfloat16
+    assert resolve_compute_dtype("auto", "cpu") == torch.float32
+    assert resolve_compute_dtype("bfloat16", "cpu") == torch.bfloat16
+    assert resolve_compute_dtype("float32", "cuda") == torch.float32
     with pytest.raises(BenchctlError, match="auto, float32, bfloat16"):
-        resolve_dtype("fp16", "cpu")
+        resolve_compute_dtype("fp16", "cpu")
 
 
 def test_autocast_bf16_log_probs_are_close_to_fp32_on_the_tiny_model(tiny_model):

@@ -149,10 +149,10 @@ def test_skipping_zero_advantage_rows_leaves_loss_and_gradient_unchanged(tiny_mo
 
 def _loss(agg: str, max_tokens: int):
     from benchctl.losses import get_loss
-    from benchctl.trainers.build import Loss
+    from benchctl.trainers.build import Objective
     from benchctl.trainers.rollout_correction import RolloutCorrection
 
-    return Loss(get_loss("ppo_clip", clip_high=0.28), agg, 0.0, max_tokens, RolloutCorrection())
+    return Objective(get_loss("ppo_clip", clip_high=0.28), agg, 0.0, max_tokens, RolloutCorrection())
 
 
 def test_aggregation_weights_of_a_minibatch_count_the_skipped_rows():
