@@ -273,7 +273,7 @@ def seed_effect(
     mde: the effect the interval's test detects with 80% power at level 1 - confidence (`stats.
     minimum_detectable_effect`), as a magnitude in the effect's units; for a relative effect, on the log ratio
     (a reduction of 1 - exp(-mde) or an increase of exp(mde) - 1). `population`: as `stats.crossed_estimate`."""
-    from benchctl.report.stats import crossed_estimate, minimum_detectable_effect
+    from benchctl.report.stats import crossed_estimate, crossed_log_ratio, minimum_detectable_effect
 
     seeds = sorted(set(arm.columns) & set(base.columns))
     if not seeds:
@@ -284,6 +284,10 @@ def seed_effect(
     if not relative:
         est = crossed_estimate(a - b, confidence, population)
         return est.mean, est.low, est.high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
+    if population == "problems" and a.shape[0] > 1:  # pass@k: the crossed design, problems sampled too
+        est = crossed_log_ratio(a, b, confidence)
+        effect, low, high = (float(np.expm1(v)) for v in (est.mean, est.low, est.high))
+        return effect, low, high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
     a, b = a.mean(axis=0), b.mean(axis=0)  # per-seed means (S,)
     effect, low, high = log_ratio_interval(a, b, confidence)
     se = np.log(a / b).std(ddof=1) / np.sqrt(len(seeds)) if np.isfinite(effect) and len(seeds) > 1 else np.nan

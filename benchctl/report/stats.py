@@ -158,6 +158,26 @@ def crossed_estimate(values: np.ndarray, confidence: float, population: str = "p
     return Estimate(mean, mean - half, mean + half, p, seed_std, df, se)
 
 
+def crossed_log_ratio(arm: np.ndarray, base: np.ndarray, confidence: float) -> Estimate:
+    """arm, base (P, S): problems x seeds of two arms, paired by problem and seed -> the Estimate of the log ratio
+    of means log R = log(mean(arm) / mean(base)), for new problems like these and new seeds; NaN where a mean is
+    not positive.
+
+    Delta method (linearisation of a ratio estimator: Woodruff 1971, JASA 66:411; Cochran, Sampling Techniques,
+    1977, §6.3): log(A/B) - log(mu_A/mu_B) ~ mean(Z) with the per-cell quantity
+        Z_ps = arm_ps / mean(arm) - base_ps / mean(base)   (P, S),
+    so Var(log R) = Var(mean Z), the `crossed_variance` of Z: its seed, problem (an arm x problem interaction
+    included) and error components carry the covariance of the arms paired by seed and problem.  mean(Z) = 0
+    exactly, so the Estimate of Z + log R has mean log R with Z's variance and Satterthwaite df, CI log R +- t(df)
+    se, and p against a ratio of 1."""
+    arm, base = np.asarray(arm, dtype=np.float64), np.asarray(base, dtype=np.float64)
+    mean_arm, mean_base = (float(v.mean()) if v.size else np.nan for v in (arm, base))
+    if not (mean_arm > 0 and mean_base > 0):  # the log ratio is undefined (NaN means fail too)
+        return Estimate(np.nan, np.nan, np.nan, np.nan, np.nan, np.nan)
+    z = arm / mean_arm - base / mean_base  # (P, S), mean 0
+    return crossed_estimate(z + np.log(mean_arm / mean_base), confidence, "problems")
+
+
 def _power(delta: np.ndarray, df: float, crit: float) -> np.ndarray:
     """Two-sided power P(|T| > crit), T ~ noncentral t(df, delta), elementwise over delta (the power function of
     statsmodels' TTestPower); NaN far out in the tails read as 1 (upper) and 0 (lower)."""
