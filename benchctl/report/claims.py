@@ -28,12 +28,21 @@ baseline's runs are paired by seed (same data order and sampling seeds) and, for
 effect is the mean difference and its interval the report's seed-level one (`benchctl.report.stats.
 crossed_estimate`, at the report's `--population`; a training metric, e.g. acr/all, is one mean per run, so only
 the seed term remains), not Holm-corrected: each claim is its own question. `mde`: the effect that interval's test
-detects with 80% power at level 1 - confidence (`stats.minimum_detectable_effect`). For a
-relative effect the interval is a paired t-interval on the per-seed log ratios d_s = log(mean_s(arm) /
-mean_s(baseline)): effect exp(mean d) - 1, interval exp(mean d +- t(S-1) sd(d) / sqrt(S)) - 1 (the geometric mean
-ratio; the problems of a pass@k claim enter through the per-seed means only). It covered the true ratio in
-94.0-95.7% of replications at 3-10 seeds where the percentile bootstrap over seeds used before covered 74-90%
-(benchmarks/report_claims_coverage.py, docs/report.md "Claims"). Fewer than 3 paired seeds: no verdict.
+detects with 80% power at level 1 - confidence (`stats.minimum_detectable_effect`).
+A relative effect (`relative: true`) is read on the log scale:
+* pass@k at `--population problems` (new problems like these and new seeds): the log ratio of means
+  log R = log(mean(arm) / mean(baseline)) over the problems x seeds cells, its variance by the delta method, the
+  crossed variance of Z_ps = arm_ps / mean(arm) - baseline_ps / mean(baseline) (`stats.crossed_log_ratio`):
+  effect R - 1, interval exp(log R +- t(df) se) - 1, mde from that se and df;
+* a training metric (one value per run), or pass@k at `--population fixed`: a paired t-interval on the per-seed
+  log ratios d_s = log(mean_s(arm) / mean_s(baseline)): effect exp(mean d) - 1, interval
+  exp(mean d +- t(S-1) sd(d) / sqrt(S)) - 1 (the geometric mean ratio; the problems enter through the per-seed
+  means only, so it holds for this problem set).
+Coverage (benchmarks/report_claims_coverage.py, docs/report.md "Claims"): the per-seed interval covered a
+training metric's true ratio in 94.0-95.7% of replications at 3-10 seeds (the percentile bootstrap over seeds
+used before: 74-90%); on pass@k with an arm x problem interaction it covers the population ratio of pass@1 in
+73.5-92.0% (fewer the more seeds), the crossed one in 94.6-96.2% of replications, with and without the
+interaction, at 3, 5 and 10 seeds. Fewer than 3 paired seeds: no verdict.
 Verdicts (read in the claim's direction: `less` / `at_most` mirror the interval onto `greater` / `at_least`):
 * `greater` holds when the interval's low end is above 0, does not hold when its high end is at or below 0;
   `at_least` holds when the low end is above -margin, does not hold when the high end is below -margin;
@@ -272,7 +281,9 @@ def seed_effect(
     """(effect, low, high, paired seeds, mde) from units x seeds values paired by seed and unit (module docstring).
     mde: the effect the interval's test detects with 80% power at level 1 - confidence (`stats.
     minimum_detectable_effect`), as a magnitude in the effect's units; for a relative effect, on the log ratio
-    (a reduction of 1 - exp(-mde) or an increase of exp(mde) - 1). `population`: as `stats.crossed_estimate`."""
+    (a reduction of 1 - exp(-mde) or an increase of exp(mde) - 1). `population`: as `stats.crossed_estimate`; a
+    relative effect over several problems at "problems" is `stats.crossed_log_ratio`'s, else the per-seed log
+    ratios' (`log_ratio_interval`)."""
     from benchctl.report.stats import crossed_estimate, crossed_log_ratio, minimum_detectable_effect
 
     seeds = sorted(set(arm.columns) & set(base.columns))

@@ -12,6 +12,7 @@ from scipy import stats
 
 from benchctl.errors import BenchctlError
 from benchctl.report.claims import EXCLUDED, Claim, evaluate_claims, log_ratio_interval, read_claims, verdict
+from benchctl.report.stats import crossed_log_ratio, crossed_variance, minimum_detectable_effect
 
 
 def _data(per_seed: dict[tuple[str, int], list[float]], acr: dict[str, float] | None = None):
@@ -182,3 +183,78 @@ def test_every_tested_claim_says_the_smallest_effect_it_could_have_detected():
     acr = _data({("grpo", 8): [0.3] * 5, ("avspo", 8): [0.3] * 5}, acr={"grpo": 0.5, "avspo": 0.2})
     rel = evaluate_claims(acr, [_claim(arm="avspo", metric="acr/all", direction="less", relative=True)]).iloc[0]
     assert 0 < rel.mde < 1  # a relative reduction
+
+
+def _passk_data(per_cell: dict[str, np.ndarray]):
+    """Runs with given per-problem pass@1: label -> (P, S) values, problem p of seed s."""
+    runs, problems = [], []
+    for label, values in per_cell.items():
+        for seed in range(values.shape[1]):
+            run_id = len(runs)
+            runs.append({"run_id": run_id, "estimator_label": label, "group_size": 8, "seed": seed})
+            problems += [
+                {"run_id": run_id, "eval_task": "arith", "problem_id": f"p{p}", "k": 1, "value": values[p, seed]}
+                for p in range(values.shape[0])
+            ]
+    metrics = pd.DataFrame(columns=["run_id", "step"])
+    return SimpleNamespace(runs=pd.DataFrame(runs), problems=pd.DataFrame(problems), metrics=metrics)
+
+
+def _arm_favoured_by_some_problems(seeds: int = 5) -> dict[str, np.ndarray]:
+    """20 problems; the arm is 60% better on half of them and equal on the rest, the same on every seed but for a
+    little seed noise: per-seed ratios agree, while another draw of problems would move the ratio."""
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.2, 0.6, (20, 1)) + rng.normal(0, 0.01, (20, seeds))  # (P, S)
+    gain = np.where(np.arange(20)[:, None] % 2 == 0, 1.6, 1.0) * rng.uniform(0.8, 1.25, (20, 1))  # (P, 1)
+    return {"grpo": base, "new": base * gain + rng.normal(0, 0.01, (20, seeds))}
+
+
+def test_a_relative_passk_claim_is_the_ratio_of_means_with_the_crossed_delta_method_interval():
+    values = _arm_favoured_by_some_problems()
+    row = evaluate_claims(_passk_data(values), [_claim(relative=True)]).iloc[0]
+    arm, base = values["new"], values["grpo"]
+    z = arm / arm.mean() - base / base.mean()  # the linearised log ratio per cell
+    _, var, df = crossed_variance(z)
+    log_ratio, half = np.log(arm.mean() / base.mean()), stats.t.ppf(0.975, df) * np.sqrt(var)
+    assert row.effect == pytest.approx(arm.mean() / base.mean() - 1)
+    assert (row.low, row.high) == pytest.approx((np.expm1(log_ratio - half), np.expm1(log_ratio + half)))
+    assert row.mde == pytest.approx(np.expm1(minimum_detectable_effect(np.sqrt(var), df, 0.05)))
+
+
+def test_problems_that_favour_the_arm_widen_a_relative_passk_interval_only_for_new_problems():
+    data, claim = _passk_data(_arm_favoured_by_some_problems()), _claim(relative=True)
+    problems = evaluate_claims(data, [claim], population="problems").iloc[0]
+    fixed = evaluate_claims(data, [claim], population="fixed").iloc[0]
+    assert problems.high - problems.low > 3 * (fixed.high - fixed.low)
+    assert problems.mde > 3 * fixed.mde
+
+
+def test_a_relative_passk_claim_for_this_problem_set_keeps_the_per_seed_log_ratios():
+    values = _arm_favoured_by_some_problems()
+    row = evaluate_claims(_passk_data(values), [_claim(relative=True)], population="fixed").iloc[0]
+    effect, low, high = log_ratio_interval(values["new"].mean(axis=0), values["grpo"].mean(axis=0))
+    assert (row.effect, row.low, row.high) == pytest.approx((effect, low, high))
+
+
+def test_the_crossed_log_ratio_scales_with_an_arm_and_is_undefined_at_a_zero_mean():
+    rng = np.random.default_rng(0)
+    arm, base = rng.uniform(0.1, 0.9, (30, 4)), rng.uniform(0.1, 0.9, (30, 4))  # (P, S)
+    est, scaled = crossed_log_ratio(arm, base, 0.95), crossed_log_ratio(2.0 * arm, base, 0.95)
+    assert scaled.mean == pytest.approx(est.mean + np.log(2.0))
+    assert (scaled.se, scaled.df) == pytest.approx((est.se, est.df))
+    assert np.isnan(crossed_log_ratio(np.zeros((30, 4)), base, 0.95).mean)
+
+
+def test_the_crossed_log_ratio_variance_matches_the_spread_of_log_ratios_over_replications():
+    rng = np.random.default_rng(1)
+    reps, n_prob, n_seed = 4000, 40, 5
+
+    def draw(mean: float, problem: np.ndarray) -> np.ndarray:  # (R, P, S)
+        return mean + problem + rng.normal(0, 0.03, (reps, 1, n_seed)) + rng.normal(0, 0.1, (reps, n_prob, n_seed))
+
+    shared = rng.normal(0, 0.15, (reps, n_prob, 1))  # difficulty, shared by the arms
+    arm = draw(0.45, shared + rng.normal(0, 0.05, (reps, n_prob, 1)))
+    base = draw(0.30, shared + rng.normal(0, 0.05, (reps, n_prob, 1)))
+    spread = np.log(arm.mean(axis=(1, 2)) / base.mean(axis=(1, 2))).var()
+    estimated = np.mean([crossed_log_ratio(a, b, 0.95).se ** 2 for a, b in zip(arm[:400], base[:400])])
+    assert estimated == pytest.approx(spread, rel=0.15)
