@@ -385,7 +385,7 @@ def _claim_row(data, c: Claim, confidence: float, premise: dict | None, populati
     if reason is None and n < MIN_SEEDS:
         reason = f"too few seeds: {n} paired (at least {MIN_SEEDS})"
     if reason is None and c.relative and not np.isfinite(effect):
-        reason = "relative effect undefined: a seed's mean is not positive"
+        reason = "relative effect undefined: a mean (of a seed, or of all cells) is not positive"
     found = verdict(c.direction, low, high, n, c.margin, c.stated_effect)
     if premise is not None and premise["verdict"] != "holds":
         found, reason = "inconclusive", f"premise not established: {c.requires!r} {premise['verdict']}"

@@ -153,9 +153,10 @@ def report_sections(tables: dict, figures: dict, config: ReportConfig, notes: li
         out.append(Section("estimator x loss", crossed.legend(table, config.baseline), view, anchor="losses"))
     if "claims" in tables:
         text = (
-            "Each claim's effect (arm minus baseline; relative claims as a geometric-mean ratio), its seed-level "
-            "interval and verdict: holds when the interval lies on the claimed side (past -margin for a parity "
-            "claim), does not hold when it lies on the other, paper's effect excluded when it ends short of the "
+            "Each claim's effect (arm minus baseline; a relative claim's ratio minus 1: of the pass@k means over "
+            "problems and seeds at --population problems, else the geometric mean of the per-seed ratios), its "
+            "seed-level interval and verdict: holds when the interval lies on the claimed side (past -margin for a "
+            "parity claim), does not hold when it lies on the other, paper's effect excluded when it ends short of the "
             "paper's stated effect, inconclusive otherwise, with fewer than 3 seeds, or when the claim's premise "
             "(requires) does not hold (benchctl/report/claims.py, docs/report.md)."
         )
