@@ -168,9 +168,9 @@ def print_look(look: int, looks: int, claims) -> None:
     decided = int(tested["decided"].sum())
     table = Table(title=f"look {look} of {looks}: {decided} of {len(tested)} claims decided")
     for col in ("claim", "arm vs baseline", "effect [CI]", "seeds", "verdict", "decided at"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for c in tested.itertuples():
-        interval = "-" if c.low != c.low else f"{c.effect:+.4f} [{c.low:+.4f}, {c.high:+.4f}]"
+        interval = "-" if c.low != c.low else f"{c.effect:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"
         at = f"look {int(c.look)} ({100 * c.confidence:.1f}% CI)" if c.decided else "-"
         table.add_row(c.id or c.claim, f"{c.arm} vs {c.baseline}", interval, str(c.seeds), c.verdict, at)
     _console().print(table)

@@ -39,15 +39,12 @@ class WavesOutcome:
         return self.waves[-1]
 
 
-def cell_arms(cell: Cell) -> set[str]:
-    """The names a claim may give a cell's arm by: the matrix arm and the entry's label."""
-    return {cell.arm, cell.label}
 
 
 def check_claim_arms(spec: MatrixSpec, claims: list[Claim], path: str) -> list[Claim]:
     """`claims`, once checked: some claim is tested (no `testbed:` reason), and every arm the tested claims name
     is an arm of the matrix."""
-    arms = sorted({name for cell in spec.cells for name in cell_arms(cell)})
+    arms = sorted({cell.arm for cell in spec.cells})  # the report's arm of a matrix run
     tested = [c for c in claims if not c.testbed]
     if not tested:
         raise BenchctlError(f"{path}: no claim to decide (every claim has a testbed: reason)")
@@ -60,10 +57,10 @@ def check_claim_arms(spec: MatrixSpec, claims: list[Claim], path: str) -> list[C
 
 
 def wave_cells(path: str, seeds: tuple[int, ...], arms: set[str] | None) -> tuple[Cell, ...]:
-    """The matrix file's cells for `seeds`, of the arms in `arms` (None: every arm)."""
+    """The matrix file's cells for `seeds`, of the arms in `arms` (`Cell.arm`; None: every arm)."""
     data = read_yaml(Path(path), "matrix")
     cells = parse_matrix({**data, "seeds": list(seeds)}, path).cells
-    return tuple(c for c in cells if arms is None or cell_arms(c) & arms)
+    return tuple(c for c in cells if arms is None or c.arm in arms)
 
 
 def open_arms(table, claims: list[Claim]) -> set[str]:
