@@ -28,6 +28,7 @@ verdict. `testbed:` claims are not part of the design.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -155,11 +156,11 @@ def is_decided(verdict: str) -> bool:
 
 def at_seeds(data, seeds) -> object:
     """The report data restricted to the runs of `seeds` (their problems and metrics are joined by run_id)."""
-    keep = set(seeds)
-    runs = data.runs[data.runs["seed"].isin(keep)].reset_index(drop=True)
-    asked = getattr(data, "asked", None)
-    asked = None if asked is None else asked[asked["seed"].isin(keep)].reset_index(drop=True)
-    return dataclasses.replace(data, runs=runs, asked=asked)
+    keep, view = set(seeds), copy.copy(data)
+    view.runs = data.runs[data.runs["seed"].isin(keep)].reset_index(drop=True)
+    if getattr(data, "asked", None) is not None:
+        view.asked = data.asked[data.asked["seed"].isin(keep)].reset_index(drop=True)
+    return view
 
 
 def _premise_closed(row: dict, premise: dict | None, premise_closed: bool, requires: str | None) -> tuple[dict, bool]:
