@@ -39,8 +39,6 @@ class WavesOutcome:
         return self.waves[-1]
 
 
-
-
 def check_claim_arms(spec: MatrixSpec, claims: list[Claim], path: str) -> list[Claim]:
     """`claims`, once checked: some claim is tested (no `testbed:` reason), and every arm the tested claims name
     is an arm of the matrix."""

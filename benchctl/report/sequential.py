@@ -47,7 +47,8 @@ RECORD_FILE = "sequential.json"  # RESULTS/sequential.json: the design and every
 RECORD_KIND = "benchctl-sequential"
 SPENDING = "O'Brien-Fleming-type alpha spending, Lan & DeMets (1983, Biometrika 70:659)"
 DEFAULT_WAVE = 2
-GRID = 2001  # grid points of the recursive integration
+GRID = 1001  # grid points of the recursive integration
+T_PATHS = 200_000  # Monte Carlo paths of the t-scale boundary
 DECIDED = ("holds", "does not hold", EXCLUDED)
 SEQUENTIAL_COLUMNS = ("decided", "look", "looks", "seeds_at_decision", "confidence", "alpha_spent")
 
@@ -90,8 +91,12 @@ class SequentialDesign:
         return tuple(len(s) / self.max_seeds for s in self.looks())
 
     def confidences(self) -> tuple[float, ...]:
-        """Each look's adjusted two-sided confidence 1 - 2 Phi(-c_k)."""
-        return look_confidences(self.times(), self.alpha)
+        """Each look's adjusted two-sided confidence, on the t scale of its seeds (`t_boundary`)."""
+        seeds = tuple(len(s) for s in self.looks())
+        return tuple(
+            float(1.0 - 2.0 * stats.t.sf(c, n - 1)) if np.isfinite(c) else 1.0
+            for c, n in zip(t_boundary(seeds, self.max_seeds, self.alpha), seeds)
+        )
 
     def as_record(self) -> dict:
         return {**dataclasses.asdict(self), "first_seeds": sorted(self.first_seeds), "spending": SPENDING}
@@ -142,8 +147,41 @@ def _next_look(grid: np.ndarray, density: np.ndarray, prev: float, t: float, tar
 
 
 def look_confidences(times: tuple[float, ...], alpha: float = 0.05) -> tuple[float, ...]:
-    """The adjusted two-sided confidence 1 - 2 Phi(-c_k) of each look's (repeated) confidence interval."""
+    """The normal-theory adjusted two-sided confidence 1 - 2 Phi(-c_k) of each look (known variance)."""
     return tuple(float(1.0 - 2.0 * stats.norm.sf(c)) for c in boundary(tuple(times), alpha))
+
+
+@functools.lru_cache(maxsize=256)
+def t_boundary(seeds: tuple[int, ...], max_seeds: int, alpha: float = 0.05) -> tuple[float, ...]:
+    """Critical values of the paired t statistics T_k = mean / (sd / sqrt(n_k)) at looks of n_k seeds spending
+    `spent_alpha(n_k / max_seeds)`: look 1 exactly (the t quantile, n_1 - 1 df), each later look the value whose
+    crossing probability among the T_PATHS paths (i.i.d. normal seeds, RNG seed 0) not crossed before equals the
+    look's increment of spent alpha. A look under 3 seeds (`stats.MIN_SEEDS`: no verdict) spends nothing (inf) and
+    leaves its alpha to the next."""
+    from benchctl.report.stats import MIN_SEEDS
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((T_PATHS, max(seeds)))  # (M, N): the seeds' values of each path
+    n = np.array(seeds)
+    total, squares = np.cumsum(x, axis=1)[:, n - 1], np.cumsum(x * x, axis=1)[:, n - 1]  # (M, K)
+    mean = total / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_stat = np.abs(mean / np.sqrt((squares - n * mean**2) / (n - 1) / n))  # (M, K)
+    alive, out, spent = np.ones(T_PATHS, bool), [], 0.0
+    for k, n_k in enumerate(seeds):
+        target = spent_alpha(n_k / max_seeds, alpha) - spent
+        if n_k < MIN_SEEDS:
+            out.append(np.inf)
+            continue
+        if k == 0 or spent == 0.0:  # nothing crossed before: exact
+            c = float(stats.t.isf(target / 2.0, n_k - 1))
+        else:
+            candidates = np.sort(t_stat[alive, k])[::-1]
+            c = float(candidates[max(int(round(target * T_PATHS)) - 1, 0)])
+        alive &= t_stat[:, k] < c
+        spent += target
+        out.append(c)
+    return tuple(out)
 
 
 # ---- the looks ----------------------------------------------------------------------------------------------

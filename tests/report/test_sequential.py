@@ -18,6 +18,7 @@ from benchctl.report.sequential import (
     look_confidences,
     sequential_claims,
     spent_alpha,
+    t_boundary,
 )
 
 
@@ -38,6 +39,22 @@ def test_obrien_fleming_spending_is_nearly_nothing_early_and_alpha_at_full_infor
 
 def test_one_look_at_full_information_is_the_fixed_design():
     assert look_confidences((1.0,)) == pytest.approx((0.95,))
+    assert SequentialDesign((1, 2, 3, 4), 4).confidences() == pytest.approx((0.95,))
+
+
+@pytest.mark.parametrize("first, top, wave", [((1, 2, 3), 9, 3), ((1, 2, 3, 4), 8, 2)])
+def test_t_boundary_spends_the_lan_demets_alpha_on_paired_t_statistics_of_fresh_seeds(first, top, wave):
+    design = SequentialDesign(first, top, wave)
+    seeds = tuple(len(s) for s in design.looks())
+    c = np.array(t_boundary(seeds, top))
+    assert c[0] == pytest.approx(stats.t.isf(spent_alpha(seeds[0] / top) / 2, seeds[0] - 1))
+    x = np.random.default_rng(7).standard_normal((100_000, top))  # not the boundary's own paths
+    n = np.array(seeds)
+    mean = np.cumsum(x, axis=1)[:, n - 1] / n
+    sd = np.sqrt((np.cumsum(x * x, axis=1)[:, n - 1] - n * mean**2) / (n - 1))
+    crossed = np.maximum.accumulate(np.abs(mean / (sd / np.sqrt(n))) >= c, axis=1).mean(axis=0)  # (K,)
+    spent = [spent_alpha(k / top) for k in seeds]
+    assert crossed == pytest.approx(spent, abs=0.0025)  # Monte Carlo se <= 0.0007
 
 
 def test_later_looks_get_wider_confidence_than_the_fixed_design_and_narrower_than_the_first():
