@@ -17,6 +17,27 @@ MatrixFile = Annotated[
     ),
 ]
 
+RetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        help="Runs again, from its checkpoint, of a cell that failed from outside it (worker killed, out of "
+        "memory, node lost, engine start-up); a cell failing in itself (bad setting, traceback) is not retried.",
+    ),
+]
+UntilDecided = Annotated[
+    str | None,
+    typer.Option(
+        "--until-decided",
+        help="Claims file: run seeds in waves until each claim is decided (group-sequential, O'Brien-Fleming "
+        "via Lan-DeMets; docs/report.md 'Seeds until decided'); needs --max-seeds.",
+    ),
+]
+MaxSeeds = Annotated[int | None, typer.Option("--max-seeds", help="Seeds per arm at the last wave (--until-decided).")]
+WaveSeeds = Annotated[
+    int, typer.Option("--wave-seeds", help="Seeds each wave after the file's own adds (--until-decided).")
+]
+
 matrix_app = typer.Typer(
     help="Run a (model x estimator grid x recipe x G x seed) matrix of training runs, "
     "resumably, each evaluated; RESULTS/index.parquet lists them.",
@@ -52,28 +73,10 @@ def run_command(
             "--report-to", help="Each cell's trackers: none | tensorboard,wandb,trackio (default: the file's)."
         ),
     ] = None,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries",
-            help="Runs again, from its checkpoint, of a cell that failed from outside it (worker killed, out of "
-            "memory, node lost, engine start-up); a cell failing in itself (bad setting, traceback) is not retried.",
-        ),
-    ] = 2,
-    until_decided: Annotated[
-        str | None,
-        typer.Option(
-            "--until-decided",
-            help="Claims file: run seeds in waves until each claim is decided (group-sequential, O'Brien-Fleming "
-            "via Lan-DeMets; docs/report.md 'Seeds until decided'); needs --max-seeds.",
-        ),
-    ] = None,
-    max_seeds: Annotated[
-        int | None, typer.Option("--max-seeds", help="Seeds per arm at the last wave (--until-decided).")
-    ] = None,
-    wave_seeds: Annotated[
-        int, typer.Option("--wave-seeds", help="Seeds each wave after the file's own adds (--until-decided).")
-    ] = 2,
+    retries: RetriesOption = 2,
+    until_decided: UntilDecided = None,
+    max_seeds: MaxSeeds = None,
+    wave_seeds: WaveSeeds = 2,
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
     interrupted ones from their checkpoint and runs the failed ones again. Ends with the cells left failed; exit 1
@@ -87,9 +90,10 @@ def run_command(
         print_cells(spec, results)
         return
 
-    def run(cells):
+    def run(wave):  # one wave's cells (the whole file without --until-decided)
+        printer = progress_printer(len(wave.cells), retries)
         return run_matrix(
-            cells, results, executor, progress_printer(len(cells.cells), retries), address, report_to, retries
+            wave, results, executor, on_event=printer, address=address, report_to=report_to, retries=retries
         )
 
     outcome = (

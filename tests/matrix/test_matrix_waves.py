@@ -83,6 +83,30 @@ def test_max_seeds_without_claims_is_refused_in_one_line(tmp_path, files):
     assert result.exit_code == 2 and "--max-seeds needs --until-decided CLAIMS" in result.stderr
 
 
+def test_until_decided_hands_the_files_claims_seeds_and_wave_to_the_wave_loop(tmp_path, files, monkeypatch):
+    import benchctl.matrix.waves as waves
+    from benchctl.matrix.runner import MatrixOutcome
+
+    seen = {}
+
+    def fake(path, results, claims, max_seeds, wave, run=None, on_look=None):
+        seen.update(path=path, results=results, claims=claims, max_seeds=max_seeds, wave=wave)
+        return waves.WavesOutcome((MatrixOutcome(Path(results) / "index.parquet", ()),), None, Path(results))
+
+    monkeypatch.setattr(waves, "run_until_decided", fake)
+    matrix, claims = files
+    args = [str(matrix), "--results", str(tmp_path / "r"), "--until-decided", str(claims), "--max-seeds", "6"]
+    result = _run(*args, "--wave-seeds", "3")
+    assert result.exit_code == 0, result.output
+    assert seen == {
+        "path": str(matrix),
+        "results": str(tmp_path / "r"),
+        "claims": str(claims),
+        "max_seeds": 6,
+        "wave": 3,
+    }
+
+
 def test_a_later_wave_is_the_files_cells_at_the_next_seeds_of_the_open_arms(files):
     cells = wave_cells(str(files[0]), (4, 5), {"grpo", "dr_grpo"})
     assert [c.name for c in cells] == ["tiny-grpo-G4-s4", "tiny-grpo-G4-s5", "tiny-dr_grpo-G4-s4", "tiny-dr_grpo-G4-s5"]
