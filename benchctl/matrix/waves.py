@@ -70,13 +70,14 @@ def open_arms(table, claims: list[Claim]) -> set[str]:
     return out
 
 
-def analyse(results: Path, claims: list[Claim], design: SequentialDesign):
-    """The claims table at every look the runs under `results` reach (`sequential.sequential_claims`)."""
+def analyse(results: Path, claims: list[Claim], design: SequentialDesign, look: int):
+    """The claims table of the analysis at `look` (1-based) of the runs under `results` (`sequential.
+    sequential_claims`; a resumed run's later seeds do not enter an earlier look)."""
     from benchctl.report.config import ReportConfig
     from benchctl.report.load import load_report_data
 
     data = load_report_data(ReportConfig(inputs=(str(results),), baseline=None))
-    return sequential_claims(data, claims, design)
+    return sequential_claims(data, claims, design, last_look=look)
 
 
 def _look_record(k: int, seeds, arms, table, claims) -> dict:
@@ -123,7 +124,7 @@ def run_until_decided(
         outcomes.append(run(MatrixSpec(path, cells)))
         if outcomes[-1].interrupted or outcomes[-1].failed:
             break
-        table = analyse(results, claims, design)
+        table = analyse(results, claims, design, k + 1)
         record["looks"].append(_look_record(k, new, arms, table, claims))
         write_json(results / RECORD_FILE, record)
         if on_look is not None:

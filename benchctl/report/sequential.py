@@ -212,16 +212,17 @@ def _premise_closed(row: dict, premise: dict | None, premise_closed: bool, requi
 
 
 def sequential_claims(
-    data, claims: list[Claim], design: SequentialDesign, population: str = "problems"
+    data, claims: list[Claim], design: SequentialDesign, population: str = "problems", last_look: int | None = None
 ) -> pd.DataFrame:
     """The claims table under the sequential design: each claim at its deciding look, else at the last look the
-    runs reach (CLAIM_COLUMNS + SEQUENTIAL_COLUMNS; module docstring)."""
+    runs reach, or `last_look` (1-based; the analysis after that wave) when given (CLAIM_COLUMNS +
+    SEQUENTIAL_COLUMNS; module docstring)."""
     looks, confidences, times = design.looks(), design.confidences(), design.times()
     present = set(data.runs["seed"].dropna().astype(int))
     index = {c.id: i for i, c in enumerate(claims) if c.id is not None}
     own = [dataclasses.replace(c, requires=None) for c in claims]  # premises are resolved look by look below
     state: dict[int, tuple[dict, int, bool]] = {}  # claim -> (row, look, decided)
-    for k, seeds in enumerate(looks):
+    for k, seeds in enumerate(looks[:last_look]):
         if k > 0 and not set(seeds[len(looks[k - 1]) :]) & present:
             break  # this wave has not run (yet, or for no arm)
         open_ = [i for i in range(len(claims)) if not state.get(i, ({}, 0, False))[2]]

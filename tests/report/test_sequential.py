@@ -128,3 +128,10 @@ def test_a_claim_whose_premise_is_excluded_is_decided_inconclusive_with_the_prem
     assert table.iloc[0].verdict == EXCLUDED and table.iloc[0].look == 1
     row = table.iloc[1]
     assert row.verdict == "inconclusive" and row.decided and row.look == 1 and "premise not established" in row.reason
+
+
+def test_the_analysis_after_an_earlier_wave_ignores_the_seeds_of_later_waves():
+    values = {"grpo": [0.0] * 8, "new": [0.05, -0.04, 0.03, -0.05, 0.04, -0.03, 0.02, -0.02]}
+    design = SequentialDesign((1, 2, 3, 4), 8)
+    row = sequential_claims(_data(values), [_claim(arm="new")], design, last_look=1).iloc[0]
+    assert row.look == 1 and row.seeds == 4 and "not decided yet at look 1 of 3" in row.reason
