@@ -11,10 +11,15 @@ with alpha_1*): alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), the two-sided err
 P(|Z_1| < c_1, ..., |Z_{k-1}| < c_{k-1}, |Z_k| >= c_k) = alpha(t_k) - alpha(t_{k-1}) under no effect, where Z_k =
 S(t_k) / sqrt(t_k) for a Brownian motion S (independent increments; Corr(Z_j, Z_k) = sqrt(t_j / t_k)): the
 recursive numerical integration of Armitage, McPherson & Rowe (1969, JRSS A 132:235), as in Jennison & Turnbull
-(2000, Group Sequential Methods, §19.2), on a grid of `GRID` points. Look k's interval is the claim's usual
-interval (`claims.seed_effect`) at the *adjusted confidence* 1 - 2 Phi(-c_k): these are the repeated confidence
-intervals of Jennison & Turnbull (1989, JRSS B 51:305), which cover the effect at every look at once with
-probability >= 1 - alpha (normal theory; the t quantiles at few seeds widen them further). A verdict read off
+(2000, Group Sequential Methods, §19.2), on a grid of `GRID` points (`boundary`: the known-variance design). The
+claims' intervals are t intervals over few seeds, so the critical values used are those of the paired t
+statistics (`t_boundary`): look 1 exactly (the t quantile), each later look calibrated on `T_PATHS` simulated paths
+of i.i.d. normal seeds so that its crossing probability equals its increment of spent alpha (mapping the normal
+values to t quantiles instead put the level at 6.0% with a 3-seed first look, benchmarks/report_sequential.py).
+Look k's interval is the claim's usual interval (`claims.seed_effect`) at the *adjusted confidence* 1 - 2
+P(T_{n_k - 1} >= c_k): these are repeated confidence intervals (Jennison & Turnbull 1989, JRSS B 51:305), which
+cover the effect at every look at once with probability 1 - alpha (exactly for one value per run; for pass@k under
+`--population problems` the confidence is applied to the crossed interval, an approximation). A verdict read off
 them therefore keeps its error rate however many looks are taken.
 
 Decided [our choice]: a claim is *decided* at the first look where its verdict (`claims.verdict` at that look's
@@ -270,7 +275,8 @@ def _table(claims, state, design: SequentialDesign, times, confidences) -> pd.Da
 
 
 def _look_note(row: dict, k: int, last: int, design: SequentialDesign) -> str:
-    """'decided at look 2 of 3 (6 seeds, 99.1% interval)' / 'not decided by look 3 of 3 (max 8 seeds)' / ..."""
+    """'decided at look 2 of 3 (6 seeds, 98.0% interval)', 'not decided by max seeds (8): verdict of look 3 of 3
+    (...)' or, before the last look, 'not decided yet at look 1 of 3 (...)'."""
     where = f"look {k + 1} of {last} ({int(row['seeds'])} seeds, {100 * row['confidence']:.1f}% interval)"
     if row["decided"]:
         return f"decided at {where}"
@@ -298,8 +304,12 @@ def read_record(inputs) -> dict | None:
 
 
 def design_of(record: dict) -> SequentialDesign:
-    d = record["design"]
-    return SequentialDesign(tuple(d["first_seeds"]), int(d["max_seeds"]), int(d["wave"]), float(d["alpha"]))
+    """The design a record was run with; a record without one is refused in one line."""
+    try:
+        d = record["design"]
+        return SequentialDesign(tuple(d["first_seeds"]), int(d["max_seeds"]), int(d["wave"]), float(d["alpha"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BenchctlError(f"{RECORD_FILE}: no readable design ({type(exc).__name__}: {exc})") from None
 
 
 def claims_table(data, claims: list[Claim], config) -> tuple[pd.DataFrame, str | None]:
