@@ -17,6 +17,27 @@ MatrixFile = Annotated[
     ),
 ]
 
+RetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        help="Runs again, from its checkpoint, of a cell that failed from outside it (worker killed, out of "
+        "memory, node lost, engine start-up); a cell failing in itself (bad setting, traceback) is not retried.",
+    ),
+]
+UntilDecided = Annotated[
+    str | None,
+    typer.Option(
+        "--until-decided",
+        help="Claims file: run seeds in waves until each claim is decided (group-sequential, O'Brien-Fleming "
+        "via Lan-DeMets; docs/report.md 'Seeds until decided'); needs --max-seeds.",
+    ),
+]
+MaxSeeds = Annotated[int | None, typer.Option("--max-seeds", help="Seeds per arm at the last wave (--until-decided).")]
+WaveSeeds = Annotated[
+    int, typer.Option("--wave-seeds", help="Seeds each wave after the file's own adds (--until-decided).")
+]
+
 matrix_app = typer.Typer(
     help="Run a (model x estimator grid x recipe x G x seed) matrix of training runs, "
     "resumably, each evaluated; RESULTS/index.parquet lists them.",
@@ -52,18 +73,14 @@ def run_command(
             "--report-to", help="Each cell's trackers: none | tensorboard,wandb,trackio (default: the file's)."
         ),
     ] = None,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries",
-            help="Runs again, from its checkpoint, of a cell that failed from outside it (worker killed, out of "
-            "memory, node lost, engine start-up); a cell failing in itself (bad setting, traceback) is not retried.",
-        ),
-    ] = 2,
+    retries: RetriesOption = 2,
+    until_decided: UntilDecided = None,
+    max_seeds: MaxSeeds = None,
+    wave_seeds: WaveSeeds = 2,
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
     interrupted ones from their checkpoint and runs the failed ones again. Ends with the cells left failed; exit 1
-    when a cell is left failed, 130 on Ctrl-C."""
+    when a cell is left failed, 130 on Ctrl-C. With --until-decided, the file's seeds are the first wave."""
     from benchctl.matrix import read_matrix, run_matrix
     from benchctl.matrix.render import print_cells, print_outcome, progress_printer
 
@@ -72,18 +89,35 @@ def run_command(
     if dry_run:
         print_cells(spec, results)
         return
-    outcome = run_matrix(
-        spec,
-        results,
-        executor=executor,
-        on_event=progress_printer(len(spec.cells), retries),
-        address=address,
-        report_to=report_to,
-        retries=retries,
+
+    def run(wave):  # one wave's cells (the whole file without --until-decided)
+        printer = progress_printer(len(wave.cells), retries)
+        return run_matrix(
+            wave, results, executor, on_event=printer, address=address, report_to=report_to, retries=retries
+        )
+
+    outcome = (
+        _until_decided(file, results, until_decided, max_seeds, wave_seeds, run)
+        if until_decided is not None or max_seeds is not None
+        else run(spec)
     )
     print_outcome(outcome)
     if outcome.interrupted or outcome.failed:
         raise typer.Exit(130 if outcome.interrupted else 1)
+
+
+def _until_decided(file: str, results: str, claims: str | None, max_seeds: int | None, wave: int, run):
+    """The group-sequential run (`benchctl.matrix.waves`), printing each look; the last wave's outcome."""
+    from benchctl.errors import BenchctlError
+    from benchctl.matrix.render import print_look
+    from benchctl.matrix.waves import run_until_decided
+
+    if not claims or max_seeds is None:
+        given, missing = (
+            ("--max-seeds", "--until-decided CLAIMS") if not claims else ("--until-decided", "--max-seeds N")
+        )
+        raise BenchctlError(f"{given} needs {missing} (a group-sequential run names its claims file and its max seeds)")
+    return run_until_decided(file, results, claims, max_seeds, wave, run=run, on_look=print_look).last
 
 
 def _warn_inert(spec) -> None:

@@ -157,3 +157,20 @@ def print_outcome(outcome: MatrixOutcome) -> None:
     for o in failed:
         where = f" (traceback: {runs / o.name / 'error.txt'})" if (runs / o.name / "error.txt").is_file() else ""
         console.print(f"  {o.name}: {failure_text(o)}{where}")
+
+
+def print_look(look: int, looks: int, claims) -> None:
+    """`--until-decided`: after each wave, each tested claim's verdict at this look, its seeds, and the look it was
+    decided at (`benchctl.report.sequential`)."""
+    from rich.table import Table
+
+    tested = claims[claims["look"].notna()]
+    decided = int(tested["decided"].sum())
+    table = Table(title=f"look {look} of {looks}: {decided} of {len(tested)} claims decided")
+    for col in ("claim", "arm vs baseline", "effect [CI]", "seeds", "verdict", "decided at"):
+        table.add_column(col, overflow="fold")
+    for c in tested.itertuples():
+        interval = "-" if c.low != c.low else f"{c.effect:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"
+        at = f"look {int(c.look)} ({100 * c.confidence:.1f}% CI)" if c.decided else "-"
+        table.add_row(c.id or c.claim, f"{c.arm} vs {c.baseline}", interval, str(c.seeds), c.verdict, at)
+    _console().print(table)

@@ -107,7 +107,7 @@ def _figures(data: ReportData, passk, points, fits, summary, pairs) -> dict[str,
 
 
 def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[dict, dict[str, bytes]]:
-    from benchctl.report import claims, compute, crossed, render, rl, stats, verdict
+    from benchctl.report import compute, crossed, render, rl, sequential, stats, verdict
 
     passk = stats.passk_table(data, config)
     comparisons = stats.comparisons_table(data, config)
@@ -136,10 +136,9 @@ def _compute(data: ReportData, config: ReportConfig, claim_list=None) -> tuple[d
         tables["estimator_loss"] = crossed.estimator_loss_table(
             passk, comparisons, data.runs, data.group_by, config.primary_k
         )
-    if claim_list:
-        tables["claims"] = claims.evaluate_claims(
-            data, claim_list, config.confidence, config.seed, population=config.population
-        )
+    if claim_list:  # group-sequential when the matrix run recorded its looks (report.sequential)
+        tables["claims"], note = sequential.claims_table(data, claim_list, config)
+        data.notes += [note] if note else []
     return tables, _figures(data, passk, points, fits, summary, pairs)
 
 

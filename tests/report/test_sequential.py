@@ -1,0 +1,137 @@
+"""The group-sequential design of the claims: the Lan-DeMets O'Brien-Fleming boundary spends exactly its alpha at
+every look, the looks number their seeds after the first wave, and a claim keeps the verdict of the look that
+decided it."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from benchctl.errors import BenchctlError
+from benchctl.report.claims import EXCLUDED, Claim
+from benchctl.report.sequential import (
+    SequentialDesign,
+    boundary,
+    is_decided,
+    look_confidences,
+    sequential_claims,
+    spent_alpha,
+    t_boundary,
+)
+
+
+@pytest.mark.parametrize("times", [(0.5, 0.75, 1.0), (0.4, 0.6, 0.8, 1.0), (3 / 9, 6 / 9, 1.0)])
+def test_boundary_crossing_probability_equals_the_spent_alpha_at_every_look(times):
+    c, t = np.array(boundary(times)), np.array(times)
+    cov = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))  # Corr(Z_j, Z_k) = sqrt(t_j / t_k)
+    for k in range(1, len(t) + 1):
+        inside = stats.multivariate_normal(np.zeros(k), cov[:k, :k]).cdf(c[:k], lower_limit=-c[:k])
+        assert 1.0 - inside == pytest.approx(spent_alpha(times[k - 1]), abs=2e-5)
+
+
+def test_obrien_fleming_spending_is_nearly_nothing_early_and_alpha_at_full_information():
+    assert spent_alpha(0.0) == 0.0 and spent_alpha(1.0) == pytest.approx(0.05)
+    assert spent_alpha(0.5) == pytest.approx(2 * stats.norm.sf(1.959964 * np.sqrt(2)), rel=1e-5)
+    assert boundary((0.5, 1.0))[0] == pytest.approx(1.959964 * np.sqrt(2), rel=1e-5)
+
+
+def test_one_look_at_full_information_is_the_fixed_design():
+    assert look_confidences((1.0,)) == pytest.approx((0.95,))
+    assert SequentialDesign((1, 2, 3, 4), 4).confidences() == pytest.approx((0.95,))
+
+
+@pytest.mark.parametrize("first, top, wave", [((1, 2, 3), 9, 3), ((1, 2, 3, 4), 8, 2)])
+def test_t_boundary_spends_the_lan_demets_alpha_on_paired_t_statistics_of_fresh_seeds(first, top, wave):
+    design = SequentialDesign(first, top, wave)
+    seeds = tuple(len(s) for s in design.looks())
+    c = np.array(t_boundary(seeds, top))
+    assert c[0] == pytest.approx(stats.t.isf(spent_alpha(seeds[0] / top) / 2, seeds[0] - 1))
+    x = np.random.default_rng(7).standard_normal((100_000, top))  # not the boundary's own paths
+    n = np.array(seeds)
+    mean = np.cumsum(x, axis=1)[:, n - 1] / n
+    sd = np.sqrt((np.cumsum(x * x, axis=1)[:, n - 1] - n * mean**2) / (n - 1))
+    crossed = np.maximum.accumulate(np.abs(mean / (sd / np.sqrt(n))) >= c, axis=1).mean(axis=0)  # (K,)
+    spent = [spent_alpha(k / top) for k in seeds]
+    assert crossed == pytest.approx(spent, abs=0.0025)  # Monte Carlo se <= 0.0007
+
+
+def test_later_looks_get_wider_confidence_than_the_fixed_design_and_narrower_than_the_first():
+    conf = SequentialDesign((1, 2, 3, 4), 8).confidences()
+    assert conf[0] > conf[1] > conf[2] > 0.95
+
+
+def test_waves_number_their_seeds_after_the_first_wave_up_to_max_seeds():
+    assert SequentialDesign((3, 1, 2), 7, 2).looks() == ((1, 2, 3), (1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6, 7))
+    assert SequentialDesign((1, 2), 2).looks() == ((1, 2),)
+
+
+@pytest.mark.parametrize(
+    "first, top, wave, message",
+    [((1, 2, 3, 4), 3, 2, "--max-seeds 3 is below the matrix's 4 seeds"), ((1, 2), 4, 0, "--wave-seeds")],
+)
+def test_a_design_below_the_first_wave_or_without_waves_is_refused(first, top, wave, message):
+    with pytest.raises(BenchctlError, match=message):
+        SequentialDesign(first, top, wave)
+
+
+def test_holds_does_not_hold_and_effect_excluded_decide_and_inconclusive_does_not():
+    assert all(is_decided(v) for v in ("holds", "does not hold", EXCLUDED)) and not is_decided("inconclusive")
+
+
+def _data(per_seed: dict[str, list[float]]):
+    """Runs with per-seed values of a training metric (seeds 1..S), one run per arm and seed."""
+    runs, metrics = [], []
+    for label, values in per_seed.items():
+        for seed, value in enumerate(values, 1):
+            runs.append({"run_id": len(runs), "estimator_label": label, "seed": seed})
+            metrics.append({"run_id": len(runs) - 1, "step": 1, "score": value})
+    return SimpleNamespace(runs=pd.DataFrame(runs), problems=pd.DataFrame(), metrics=pd.DataFrame(metrics))
+
+
+def _claim(**kw) -> Claim:
+    return Claim(paper="0000.00000", claim="x", metric="score", **{"baseline": "grpo", **kw})
+
+
+def test_a_claim_decided_at_the_first_look_keeps_that_looks_seeds_and_interval():
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.0, 0.01, 8)
+    wobble = np.array([0.05, -0.04, 0.03, -0.05, 0.04, -0.03, 0.02, -0.02])  # no effect: never decided
+    big = {"grpo": list(base), "new": list(base + 1.0 + rng.normal(0, 0.01, 8)), "near": list(base + wobble)}
+    table = sequential_claims(_data(big), [_claim(arm="new"), _claim(arm="near")], SequentialDesign((1, 2, 3, 4), 8))
+    new, near = table.iloc[0], table.iloc[1]
+    assert new.verdict == "holds" and new.decided and new.look == 1 and new.seeds_at_decision == 4
+    assert new.confidence == pytest.approx(SequentialDesign((1, 2, 3, 4), 8).confidences()[0])
+    assert new.alpha_spent == pytest.approx(spent_alpha(0.5)) and "decided at look 1 of 3" in new.reason
+    assert near.verdict == "inconclusive" and near.look == 3 and near.seeds_at_decision == 8
+
+
+def test_a_claim_never_decided_reports_its_last_looks_verdict_and_says_so():
+    values = {"grpo": [0.0] * 6, "new": [0.05, -0.04, 0.03, -0.05, 0.04, -0.03]}
+    row = sequential_claims(_data(values), [_claim(arm="new")], SequentialDesign((1, 2, 3, 4), 6)).iloc[0]
+    assert row.verdict == "inconclusive" and not row.decided and row.look == 2 and row.seeds == 6
+    assert "not decided by max seeds (6)" in row.reason and row.alpha_spent == pytest.approx(0.05)
+
+
+def test_looks_stop_where_the_runs_stop_and_say_the_claim_is_not_decided_yet():
+    values = {"grpo": [0.0] * 4, "new": [0.05, -0.04, 0.03, -0.05]}
+    row = sequential_claims(_data(values), [_claim(arm="new")], SequentialDesign((1, 2, 3, 4), 8)).iloc[0]
+    assert row.look == 1 and row.looks == 3 and "not decided yet at look 1 of 3" in row.reason
+
+
+def test_a_claim_whose_premise_is_excluded_is_decided_inconclusive_with_the_premise():
+    values = {"grpo": [0.0] * 8, "g": [0.001 * s for s in range(8)], "p": [0.002 * s for s in range(8)]}
+    premise = _claim(arm="g", id="g_beats", stated_effect=0.5)
+    parity = _claim(arm="p", baseline="g", direction="at_least", margin=0.1, requires="g_beats")
+    table = sequential_claims(_data(values), [premise, parity], SequentialDesign((1, 2, 3, 4), 8))
+    assert table.iloc[0].verdict == EXCLUDED and table.iloc[0].look == 1
+    row = table.iloc[1]
+    assert row.verdict == "inconclusive" and row.decided and row.look == 1 and "premise not established" in row.reason
+
+
+def test_the_analysis_after_an_earlier_wave_ignores_the_seeds_of_later_waves():
+    values = {"grpo": [0.0] * 8, "new": [0.05, -0.04, 0.03, -0.05, 0.04, -0.03, 0.02, -0.02]}
+    design = SequentialDesign((1, 2, 3, 4), 8)
+    row = sequential_claims(_data(values), [_claim(arm="new")], design, last_look=1).iloc[0]
+    assert row.look == 1 and row.seeds == 4 and "not decided yet at look 1 of 3" in row.reason
