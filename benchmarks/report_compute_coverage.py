@@ -2,21 +2,21 @@
 
     python benchmarks/report_compute_coverage.py [--reps 400] [--seed 0] [--cadence all|geometric|linear]
 
-Each replication draws the held-out pass@1 of S seeds of an arm at step 0 and at n compute points up to a budget of
-160k rollout tokens, on one of two cadences: `geometric` (8 points 2k .. 160k, log-spaced) or `linear` (every
-160k / n tokens, n = 5 or 8: how `--eval-every-tokens` evaluates, the first point at or past C_mid).  A seed is a training run: its own curve R0 + (A_s - R0) / (1 + (C_s / C)^B_s) with
-A_s = A + N(0, 0.03), B_s = B e^N(0, 0.1), C_s = C_mid e^N(0, 0.2) (so the arm's A is the mean of its seeds' A, its
-B and C_mid the geometric means: the parameters the report estimates), plus evaluation noise N(0, sd) at every
-point (sd 0.02: about 600 problems at pass@1 0.5; 0.035: about 200; 0.05: a small held-out set).  R0 = 0.1,
-A = 0.6, B = 1.5.
+Each replication draws the held-out pass@1 of S seeds of each of four arms at step 0 and at n compute points up to
+a budget of 160k rollout tokens, on one of two cadences: `geometric` (8 points 2k .. 160k, log-spaced) or `linear`
+(every 160k / n tokens, n = 5 or 8: how `--eval-every-tokens` evaluates; the first point at or past C_mid).  A seed
+is a training run: its own curve R0 + (A_s - R0) / (1 + (C_s / C)^B_s) with A_s = A + N(0, 0.03),
+B_s = B e^N(0, 0.1), C_s = C_mid e^N(0, 0.2), plus evaluation noise N(0, sd) at every point (sd 0.02: about 600
+problems at pass@1 0.5; 0.035: about 200; 0.05: a small held-out set).  R0 = 0.1, A = 0.6, B = 1.5, C_mid = 20k.
 
-* coverage: the share of replications whose 95% interval (`benchctl.report.compute.compute_fits`: per-seed fits, t
-  interval over seeds) contains the true A, B, C_mid; C_mid = 20k (its interval well inside the budget);
-* identified: the share whose asymptote the report calls identified (C_mid = 20k: it should be; C_mid = 400k,
-  2.5x the largest compute, a curve still rising: it should not, and then no asymptote is printed or compared);
-* false calls: two arms with identical true curves, compared by `compare_fits`: the share called "higher/lower
+* coverage: the share of replications whose 95% interval (`benchctl.report.compute.compute_fits`) contains the
+  baseline arm's true A, B, C_mid (its midpoint well inside the budget);
+* identified: the share whose asymptote the report calls identified, for the baseline arm (it should be) and for an
+  arm whose C_mid is 2.5x the largest compute, a curve still rising (it should not: then no asymptote is printed or
+  compared);
+* false calls: an arm with the baseline's true curve, compared by `compare_fits`: the share called "higher/lower
   asymptote" (target <= 5%) and "same asymptote, sooner/later";
-* power: the arm's A 0.05 higher than the baseline's: the share called "higher asymptote".
+* power: an arm whose A is 0.05 higher than the baseline's: the share called "higher asymptote".
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ REGIMES = {  # (cadence, seeds, evaluation sd)
 }
 R0, A, B, C_MID = 0.1, 0.6, 1.5, 20_000.0
 SPREAD = (0.03, 0.1, 0.2)  # seed sd of A, log B, log C_mid
+COLUMNS = [
+    *("cover A", "cover B", "cover C_mid", "identified", "higher/lower (identical)", "sooner/later (identical)"),
+    *("higher (A +5 pts)", "identified, C_mid 2.5x budget"),
+]
 
 
 def draw(
@@ -57,27 +61,32 @@ def draw(
     return pd.concat(frames).assign(arm=arm, eval_task="t")
 
 
-def coverage(rng, reps: int, seeds: int, noise: float, tokens: np.ndarray) -> dict[str, float]:
-    """Coverage of A, B, C_mid and the identified share over `reps` arms with the true curve identified."""
-    hits, identified = np.zeros(3), 0
-    for _ in range(reps):
-        fit = compute_fits(draw(rng, "a", seeds, noise, tokens))[0].iloc[0]
-        identified += bool(fit["asymptote_identified"])
-        for j, (name, truth) in enumerate((("asymptote", A), ("efficiency", B), ("midpoint", C_MID))):
-            hits[j] += fit[f"{name}_low"] <= truth <= fit[f"{name}_high"]
-    return {"A": hits[0] / reps, "B": hits[1] / reps, "C_mid": hits[2] / reps, "identified": identified / reps}
-
-
-def verdicts(rng, reps: int, seeds: int, noise: float, tokens: np.ndarray, gain: float = 0.0) -> pd.Series:
-    """Shares of each compute verdict of arm vs baseline, the arm's A `gain` higher."""
-    out = []
-    for _ in range(reps):
-        curves = pd.concat(
-            [draw(rng, "base", seeds, noise, tokens), draw(rng, "arm", seeds, noise, tokens, A + gain)]
-        )
-        fits, per_seed = compute_fits(curves)
-        out.append(compare_fits(fits, per_seed, [("arm", "base")])["verdict"].iloc[0])
-    return pd.Series(out).value_counts(normalize=True)
+def replication(rng, seeds: int, noise: float, tokens: np.ndarray) -> dict[str, float]:
+    """One replication: a baseline arm (coverage of A, B, C_mid; identified), an arm with the identical true curve
+    and one 5 points higher (their verdicts against the baseline), and an arm whose C_mid is 2.5x the budget
+    (identified)."""
+    curves = pd.concat(
+        [
+            draw(rng, "base", seeds, noise, tokens),
+            draw(rng, "same", seeds, noise, tokens),
+            draw(rng, "higher", seeds, noise, tokens, a=A + 0.05),
+            draw(rng, "rising", seeds, noise, tokens, c_mid=2.5 * BUDGET),
+        ]
+    )
+    fits, replicates = compute_fits(curves)
+    verdicts = compare_fits(fits, replicates, [("same", "base"), ("higher", "base")]).set_index("arm")["verdict"]
+    fit = fits.set_index("arm")
+    base = fit.loc["base"]
+    out = {
+        f"cover {name}": float(base[f"{column}_low"] <= truth <= base[f"{column}_high"])
+        for name, column, truth in (("A", "asymptote", A), ("B", "efficiency", B), ("C_mid", "midpoint", C_MID))
+    }
+    out["identified"] = float(base["asymptote_identified"])
+    out["higher/lower (identical)"] = float(verdicts["same"] in ("higher asymptote", "lower asymptote"))
+    out["sooner/later (identical)"] = float(verdicts["same"].startswith("same asymptote, "))
+    out["higher (A +5 pts)"] = float(verdicts["higher"] == "higher asymptote")
+    out["identified, C_mid 2.5x budget"] = float(fit.loc["rising", "asymptote_identified"])
+    return out
 
 
 def main() -> None:
@@ -88,37 +97,14 @@ def main() -> None:
     args = parser.parse_args()
     rng, start = np.random.default_rng(args.seed), time.perf_counter()
     print(f"{args.reps} replications; 95% intervals; true A {A}, B {B}, C_mid {C_MID:,.0f}, budget {BUDGET:,.0f}")
-    print(
-        "| cadence | seeds | eval sd | cover A | cover B | cover C_mid | identified | higher/lower (identical) | "
-        "sooner/later (identical) | higher (A +5 pts) | identified, C_mid 2.5x budget |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| cadence | seeds | eval sd | " + " | ".join(COLUMNS) + " |")
+    print("|---|---|---|" + "---|" * len(COLUMNS))
     regimes = [r for name, rs in REGIMES.items() if args.cadence in ("all", name) for r in rs]
     for cadence, seeds, noise in regimes:
-        tokens = CADENCES[cadence]
-        cov = coverage(rng, args.reps, seeds, noise, tokens)
-        same = verdicts(rng, args.reps, seeds, noise, tokens)
-        gain = verdicts(rng, args.reps, seeds, noise, tokens, gain=0.05)
-        rising = coverage_rising(rng, args.reps, seeds, noise, tokens)
-        cells = [cov["A"], cov["B"], cov["C_mid"], cov["identified"]]
-        cells += [same.get("higher asymptote", 0) + same.get("lower asymptote", 0)]
-        cells += [same.get("same asymptote, sooner", 0) + same.get("same asymptote, later", 0)]
-        cells += [gain.get("higher asymptote", 0), rising]
-        print(f"| {cadence} | {seeds} | {noise} | " + " | ".join(f"{100 * v:.1f}%" for v in cells) + " |")
+        shares = pd.DataFrame([replication(rng, seeds, noise, CADENCES[cadence]) for _ in range(args.reps)]).mean()
+        print(f"| {cadence} | {seeds} | {noise} | " + " | ".join(f"{100 * shares[c]:.1f}%" for c in COLUMNS) + " |")
     se = 100 * np.sqrt(0.05 * 0.95 / args.reps)
     print(f"({time.perf_counter() - start:.0f} s; Monte Carlo standard error of a 5% rate: {se:.1f}%)")
-
-
-def coverage_rising(rng, reps: int, seeds: int, noise: float, tokens: np.ndarray) -> float:
-    """The identified share when the true C_mid is 2.5x the largest compute evaluated (a curve still rising)."""
-    return float(
-        np.mean(
-            [
-                compute_fits(draw(rng, "a", seeds, noise, tokens, c_mid=2.5 * BUDGET))[0].iloc[0]["asymptote_identified"]
-                for _ in range(reps)
-            ]
-        )
-    )
 
 
 if __name__ == "__main__":
