@@ -8,30 +8,31 @@ of held-out score R against compute C: `A` the asymptote (the best score the met
 exponent (how sharply it gets there), `C_mid` the compute at which half of the gain A - R0 is reached. Here C is
 rollout tokens generated (`rollout/tokens_total`, every sampled token, dropped groups included), R a held-out
 pass@k, and R0 the score of the starting model (the step-0 evaluation) [our choice: fixed, as in ScaleRL, so that
-A, B and C_mid describe the training alone; each seed's fit takes that seed's own step-0 score, so that the
-evaluation noise of R0 varies across seeds as the rest does and the interval over seeds sees it (one R0 shared by
-the seeds left B's and C_mid's intervals at 88-91% coverage); the arm's step-0 mean, else R0 fitted on the pooled
-points, for a seed not evaluated at step 0].
+A, B and C_mid describe the training alone; the mean step-0 score of the seeds in the fit, fitted when none was
+evaluated at step 0].
 
-Estimate [our choice]: the training run is the unit.  Each seed's points get their own least-squares fit
-(`fit_curve`: A in [0, 1], B in [0.2, 10], C_mid within e^-2 .. e^3 of the data's compute range); the arm's A is the
-mean of its seeds' A, its B and C_mid the geometric means (both are scale parameters), each with a t interval over
-seeds (df = seeds - 1; B and C_mid on the log scale).  A percentile bootstrap over 5 seeds covered A 83-85%, B
-79-82%, C_mid 74-87%; the per-seed t interval covers 93-97% at 3, 5 and 10 seeds
-(benchmarks/report_compute_coverage.py, docs/report.md).  A jackknife over seeds of the pooled fit covered as well
-but called a still-rising curve identified 14-20% of the time (the per-seed fits: 0-6%).  An arm with one seed gets
-the fit of its points (`pooled`, also the source of R0 and rmse) and no interval.
+Estimate [our choice]: the training run is the unit, the arm's curve the least-squares fit of all its seeds' points
+(`fit_curve`: A in [0, 1], B in `B_RANGE`, C_mid within e^-2 .. e^3 of the data's compute range), and its intervals
+the delete-one-seed jackknife (`jackknife`; Quenouille 1956, Tukey 1958): the fit is repeated without each seed in
+turn and A, log B, log C_mid get the t interval theta +- t(S - 1) SE_jack over the seeds' pseudo-values.  A seed
+evaluated on a linear cadence (every N tokens) has few points on the rise, and its own fit is often pinned to a
+bound or far past the budget; the pooled fit uses every seed's points, and a seed whose curve rises late moves the
+arm's C_mid and widens its interval instead of vetoing the arm.  Means over per-seed fits with a t interval covered
+A 78-97% and C_mid 51-97% on linear cadences (5-8 evaluations), and identified fewer arms at 10 seeds than at 3 or
+5 (benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the fit of its
+points and no interval.
 
 Identification: the asymptote is *identified* only when the fitted C_mid and the upper end of its interval lie
-within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), and neither A, any
-seed's A nor A's interval touches the clip [0, 1] (a fit pinned to the bound says "at least", not "this").  An
-unidentified asymptote is printed as ">= its lower limit", never as a point (for a rising curve the lower limit is
-the larger of A's and that of the seeds' scores at their largest compute: the curve got there at least, so
-`asymptote_low` then holds it), and no arm is compared on it
-(`asymptote not resolved at this budget`).  Comparison with the baseline, both identified: Welch's t on the seeds'
-A (the asymptote difference and its CI) and on their log C_mid (the midpoint ratio and its CI); an arm is better
-when the asymptote's difference CI is above 0, and at equal asymptote (the CI contains 0) when the midpoint's ratio
-CI is below 1 (it gets there with less compute).
+within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), neither A nor its
+interval touches the clip [0, 1] (a fit pinned to the bound says "at least", not "this"), and neither B nor its
+interval reaches an end of `B_RANGE` (a step-like fit, the shape a still-rising noisy curve can take, does not
+resolve where the curve bends).  An unidentified asymptote is printed as ">= its lower limit", never as a point
+(for a rising curve the lower limit is the larger of A's and that of the seeds' scores at their largest compute: the
+curve got there at least, so `asymptote_low` then holds it), and no arm is compared on it
+(`asymptote not resolved at this budget`).  Comparison with the baseline, both identified: Welch's t on the two
+arms' jackknife replicates of A (the asymptote difference and its CI) and of log C_mid (the midpoint ratio and its
+CI); an arm is better when the asymptote's difference CI is above 0, and at equal asymptote (the CI contains 0)
+when the midpoint's ratio CI is below 1 (it gets there with less compute).
 """
 
 from __future__ import annotations
