@@ -19,8 +19,8 @@ evaluated on a linear cadence (every N tokens) has few points on the rise, and i
 bound or far past the budget; the pooled fit uses every seed's points, and a seed whose curve rises late moves the
 arm's C_mid and widens its interval instead of vetoing the arm.  Means over per-seed fits with a t interval covered
 A 78-97% and C_mid 51-97% on linear cadences (5-8 evaluations), and identified fewer arms at 10 seeds than at 3 or
-5 (benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the fit of its
-points and no interval.
+5 (benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the
+fit of its points and no interval.
 
 Identification: the asymptote is *identified* only when the fitted C_mid and the upper end of its interval lie
 within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), neither A nor its
