@@ -69,6 +69,7 @@ FIT_COLUMNS = (
 NOT_RESOLVED = "asymptote not resolved at this budget"
 CLIP = 1e-6  # an A within this of 0 or 1 sits on the fit's bound
 B_RANGE = (0.2, 10.0)  # the efficiency B the fit searches; a B at (or an interval past) either end is not resolved
+CLIP_LOG_B = 1e-3  # a log B within this of either end of B_RANGE sits on the fit's bound
 
 
 def scalerl_curve(c: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.ndarray:
@@ -240,10 +241,10 @@ def identified(row: dict, arm: ArmFit) -> bool:
     a = np.array([row["asymptote"], row["asymptote_low"], row["asymptote_high"]])
     b = np.log([row["efficiency"], row["efficiency_low"], row["efficiency_high"]])
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if (a <= CLIP).any() or (a >= 1 - CLIP).any() or (b <= np.log(B_RANGE[0]) + 1e-3).any():
-        return False
+    a_inside = ((a > CLIP) & (a < 1 - CLIP)).all()
+    b_inside = ((b > np.log(B_RANGE[0]) + CLIP_LOG_B) & (b < np.log(B_RANGE[1]) - CLIP_LOG_B)).all()
     mid = np.nanmax([row["midpoint"], row["midpoint_high"]])
-    return bool((b < np.log(B_RANGE[1]) - 1e-3).all() and mid <= arm.max_tokens)
+    return bool(a_inside and b_inside and mid <= arm.max_tokens)
 
 
 def compute_fits(curves: pd.DataFrame, confidence: float = 0.95) -> tuple[pd.DataFrame, dict]:
