@@ -8,30 +8,31 @@ of held-out score R against compute C: `A` the asymptote (the best score the met
 exponent (how sharply it gets there), `C_mid` the compute at which half of the gain A - R0 is reached. Here C is
 rollout tokens generated (`rollout/tokens_total`, every sampled token, dropped groups included), R a held-out
 pass@k, and R0 the score of the starting model (the step-0 evaluation) [our choice: fixed, as in ScaleRL, so that
-A, B and C_mid describe the training alone; each seed's fit takes that seed's own step-0 score, so that the
-evaluation noise of R0 varies across seeds as the rest does and the interval over seeds sees it (one R0 shared by
-the seeds left B's and C_mid's intervals at 88-91% coverage); the arm's step-0 mean, else R0 fitted on the pooled
-points, for a seed not evaluated at step 0].
+A, B and C_mid describe the training alone; the mean step-0 score of the seeds in the fit, fitted when none was
+evaluated at step 0].
 
-Estimate [our choice]: the training run is the unit.  Each seed's points get their own least-squares fit
-(`fit_curve`: A in [0, 1], B in [0.2, 10], C_mid within e^-2 .. e^3 of the data's compute range); the arm's A is the
-mean of its seeds' A, its B and C_mid the geometric means (both are scale parameters), each with a t interval over
-seeds (df = seeds - 1; B and C_mid on the log scale).  A percentile bootstrap over 5 seeds covered A 83-85%, B
-79-82%, C_mid 74-87%; the per-seed t interval covers 93-97% at 3, 5 and 10 seeds
-(benchmarks/report_compute_coverage.py, docs/report.md).  A jackknife over seeds of the pooled fit covered as well
-but called a still-rising curve identified 14-20% of the time (the per-seed fits: 0-6%).  An arm with one seed gets
-the fit of its points (`pooled`, also the source of R0 and rmse) and no interval.
+Estimate [our choice]: the training run is the unit, the arm's curve the least-squares fit of all its seeds' points
+(`fit_curve`: A in [0, 1], B in `B_RANGE`, C_mid within e^-2 .. e^3 of the data's compute range), and its intervals
+the delete-one-seed jackknife (`jackknife`; Quenouille 1956, Tukey 1958): the fit is repeated without each seed in
+turn and A, log B, log C_mid get the t interval theta +- t(S - 1) SE_jack over the seeds' pseudo-values.  A seed
+evaluated on a linear cadence (every N tokens) has few points on the rise, and its own fit is often pinned to a
+bound or far past the budget; the pooled fit uses every seed's points, and a seed whose curve rises late moves the
+arm's C_mid and widens its interval instead of vetoing the arm.  Means over per-seed fits with a t interval covered
+A 78-97% and C_mid 51-97% on linear cadences (5-8 evaluations), and identified fewer arms at 10 seeds than at 3 or
+5 (benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the
+fit of its points and no interval.
 
 Identification: the asymptote is *identified* only when the fitted C_mid and the upper end of its interval lie
-within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), and neither A, any
-seed's A nor A's interval touches the clip [0, 1] (a fit pinned to the bound says "at least", not "this").  An
-unidentified asymptote is printed as ">= its lower limit", never as a point (for a rising curve the lower limit is
-the larger of A's and that of the seeds' scores at their largest compute: the curve got there at least, so
-`asymptote_low` then holds it), and no arm is compared on it
-(`asymptote not resolved at this budget`).  Comparison with the baseline, both identified: Welch's t on the seeds'
-A (the asymptote difference and its CI) and on their log C_mid (the midpoint ratio and its CI); an arm is better
-when the asymptote's difference CI is above 0, and at equal asymptote (the CI contains 0) when the midpoint's ratio
-CI is below 1 (it gets there with less compute).
+within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), neither A nor its
+interval touches the clip [0, 1] (a fit pinned to the bound says "at least", not "this"), and neither B nor its
+interval reaches an end of `B_RANGE` (a step-like fit, the shape a still-rising noisy curve can take, does not
+resolve where the curve bends).  An unidentified asymptote is printed as ">= its lower limit", never as a point
+(for a rising curve the lower limit is the larger of A's and that of the seeds' scores at their largest compute: the
+curve got there at least, so `asymptote_low` then holds it), and no arm is compared on it
+(`asymptote not resolved at this budget`).  Comparison with the baseline, both identified: Welch's t on the two
+arms' jackknife replicates of A (the asymptote difference and its CI) and of log C_mid (the midpoint ratio and its
+CI); an arm is better when the asymptote's difference CI is above 0, and at equal asymptote (the CI contains 0)
+when the midpoint's ratio CI is below 1 (it gets there with less compute).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ FIT_COLUMNS = (
 )
 NOT_RESOLVED = "asymptote not resolved at this budget"
 CLIP = 1e-6  # an A within this of 0 or 1 sits on the fit's bound
+B_RANGE = (0.2, 10.0)  # the efficiency B the fit searches; a B at (or an interval past) either end is not resolved
+CLIP_LOG_B = 1e-3  # a log B within this of either end of B_RANGE sits on the fit's bound
 
 
 def scalerl_curve(c: np.ndarray, r0: float, a: float, b: float, c_mid: float) -> np.ndarray:
@@ -97,11 +100,12 @@ FAILED = Fit(np.nan, np.nan, np.nan, np.nan, np.nan)
 
 @dataclass(frozen=True)
 class ArmFit:
-    """One (arm, task): the pooled fit (R0, rmse; the estimate itself when one seed), the seeds' fits (S, 3) of
-    (A, B, C_mid), the largest compute evaluated, and each seed's score at its own largest compute (`reached`)."""
+    """One (arm, task): the fit of the arm's pooled points (the estimate), the seeds' jackknife replicates (S, 3) of
+    (A, B, C_mid) (`jackknife`; empty with one seed), the largest compute evaluated, and each seed's score at its
+    own largest compute (`reached`)."""
 
     pooled: Fit
-    seeds: np.ndarray
+    replicates: np.ndarray
     max_tokens: float
     reached: np.ndarray = field(default_factory=lambda: np.empty(0))
 
@@ -144,12 +148,12 @@ def fit_curve(c: np.ndarray, r: np.ndarray, r0: float | None = None) -> Fit:
         return (((r0_[..., None] * (1 - sh) + a[..., None] * sh) - r) ** 2).sum(-1), r0_, a
 
     grid_b, grid_m = np.meshgrid(
-        np.log(np.geomspace(0.2, 10, 25)), np.linspace(log_c.min() - 2, log_c.max() + 3, 60), indexing="ij"
+        np.log(np.geomspace(*B_RANGE, 25)), np.linspace(log_c.min() - 2, log_c.max() + 3, 60), indexing="ij"
     )
     err, _, _ = sse(grid_b, grid_m)
     i = np.unravel_index(np.argmin(err), err.shape)
     start = np.array([grid_b[i], grid_m[i]])
-    bounds = np.array([[np.log(0.2), np.log(10)], [log_c.min() - 2, log_c.max() + 3]])
+    bounds = np.array([np.log(B_RANGE), [log_c.min() - 2, log_c.max() + 3]])
     res = minimize(
         lambda x: float(sse(*np.clip(x, bounds[:, 0], bounds[:, 1]))[0]),
         start,
@@ -163,26 +167,37 @@ def fit_curve(c: np.ndarray, r: np.ndarray, r0: float | None = None) -> Fit:
 
 
 def fit_arm(points: pd.DataFrame) -> ArmFit:
-    """Points of one (arm, task) (columns seed, tokens, score) -> its ArmFit: the pooled fit, then one fit per seed
-    with R0 fixed at the seed's own step-0 score (else the arm's step-0 mean, else the pooled fit's R0: a shared R0
-    would put its evaluation noise into every seed alike, where no interval over seeds sees it); seeds whose fit
-    failed are left out."""
-    start = points[points["tokens"] <= 0]
-    r0 = float(start["score"].mean()) if len(start) else None
-    pooled = fit_curve(points["tokens"].to_numpy(), points["score"].to_numpy(), r0)
-    r0 = pooled.r0 if r0 is None and pooled.ok else r0
-    per_seed = []
-    if pooled.ok and points["seed"].nunique() > 1:
-        for _, own in points.groupby("seed"):
-            first = own.loc[own["tokens"] <= 0, "score"]  # the seed's own step-0 score: its noise stays in the seed
-            fit = fit_curve(
-                own["tokens"].to_numpy(), own["score"].to_numpy(), float(first.mean()) if len(first) else r0
-            )
-            if fit.ok:
-                per_seed.append((fit.a, fit.b, fit.c_mid))
+    """Points of one (arm, task) (columns seed, tokens, score) -> its ArmFit: the fit of all its points (`fit_curve`,
+    R0 fixed at the arm's step-0 mean) and, with two or more seeds, the seeds' `jackknife` replicates."""
+    seed = points["seed"].to_numpy()
+    c, r = points["tokens"].to_numpy(dtype=float), points["score"].to_numpy(dtype=float)
+    pooled = _fit_points(c, r)
+    replicates = np.empty((0, 3))
+    if pooled.ok and len(np.unique(seed)) > 1:
+        replicates = jackknife(pooled, [_fit_points(c[seed != s], r[seed != s]) for s in np.unique(seed)])
     last = points.sort_values("tokens", kind="stable").groupby("seed")["score"].last()
-    seeds = np.array(per_seed, dtype=float).reshape(-1, 3)
-    return ArmFit(pooled, seeds, float(points["tokens"].max()), last.to_numpy(dtype=float))
+    return ArmFit(pooled, replicates, float(c.max()), last.to_numpy(dtype=float))
+
+
+def _fit_points(c: np.ndarray, r: np.ndarray) -> Fit:
+    """`fit_curve` with R0 fixed at the mean step-0 score (c = 0) of the points, fitted when none was evaluated."""
+    start = r[(c <= 0) & np.isfinite(r)]
+    return fit_curve(c, r, float(start.mean()) if len(start) else None)
+
+
+def jackknife(full: Fit, leave_one_out: list[Fit]) -> np.ndarray:
+    """The delete-one-seed jackknife (Quenouille 1956; Tukey 1958; Efron & Stein 1981) of the pooled fit: the
+    pseudo-values S theta - (S - 1) theta_(-i) of theta = (A, log B, log C_mid), centred on the full fit's theta,
+    i.e. theta + (S - 1) (mean_j theta_(-j) - theta_(-i)), returned as (A, B, C_mid) (S, 3).  Their mean is the
+    full fit and their variance / S the jackknife variance (S - 1) / S sum_i (theta_(-i) - mean)^2, so the t
+    interval over them (df = S - 1) is theta +- t SE_jack, and Welch's t on two arms' replicates compares the fits.
+    Empty when a leave-one-out fit failed."""
+    if not all(f.ok for f in leave_one_out):
+        return np.empty((0, 3))
+    theta = np.array([[f.a, np.log(f.b), np.log(f.c_mid)] for f in (full, *leave_one_out)])
+    loo = theta[1:]  # (S, 3)
+    pseudo = theta[0] + (len(loo) - 1) * (loo.mean(0) - loo)
+    return np.column_stack([pseudo[:, 0], np.exp(pseudo[:, 1:])])
 
 
 def t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -197,54 +212,55 @@ def t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, flo
 
 
 def estimates(arm: ArmFit, confidence: float) -> dict[str, float]:
-    """The fits-table numbers of one arm: A, B, C_mid with their intervals (means over seeds; the pooled fit
-    when fewer than 2 seeds were fitted), and whether the asymptote is identified."""
+    """The fits-table numbers of one arm: A, B, C_mid of the pooled fit with the t interval over the seeds'
+    jackknife replicates (B and C_mid on the log scale; no interval under 2 seeds), and whether the asymptote is
+    identified."""
     out = {}
-    names = (("asymptote", False), ("efficiency", True), ("midpoint", True))
-    if len(arm.seeds) >= 2:
-        for j, (name, log) in enumerate(names):
-            mean, low, high = t_interval(np.log(arm.seeds[:, j]) if log else arm.seeds[:, j], confidence)
-            out.update(
-                dict(
-                    zip((name, f"{name}_low", f"{name}_high"), np.exp([mean, low, high]) if log else (mean, low, high))
-                )
-            )
-    else:
-        p = arm.pooled
-        for name, value in zip(("asymptote", "efficiency", "midpoint"), (p.a, p.b, p.c_mid)):
-            out.update({name: value, f"{name}_low": np.nan, f"{name}_high": np.nan})
+    p = arm.pooled
+    for j, (name, value, log) in enumerate(
+        (("asymptote", p.a, False), ("efficiency", p.b, True), ("midpoint", p.c_mid, True))
+    ):
+        values = arm.replicates[:, j]
+        _, low, high = t_interval(np.log(values) if log else values, confidence)
+        out.update(
+            {name: value, f"{name}_low": np.exp(low) if log else low, f"{name}_high": np.exp(high) if log else high}
+        )
     out["asymptote_identified"] = identified(out, arm)
-    if not out["asymptote_identified"] and arm.pooled.a > arm.pooled.r0 and len(arm.reached) >= 2:
+    if not out["asymptote_identified"] and p.a > p.r0 and len(arm.reached) >= 2:
         # a rising curve is at least where it got: the lower limit of the seeds' last scores
         out["asymptote_low"] = float(np.nanmax([out["asymptote_low"], t_interval(arm.reached, confidence)[1]]))
     return out
 
 
 def identified(row: dict, arm: ArmFit) -> bool:
-    """The asymptote rule of the module docstring: C_mid (and its interval's upper end) within the largest
-    compute evaluated, and A, each seed's A and A's interval off the clip [0, 1]."""
-    a = [row["asymptote"], row["asymptote_low"], row["asymptote_high"], *arm.seeds[:, 0]]
-    a = np.array([v for v in a if np.isfinite(v)])
-    if not np.isfinite(row["asymptote"]) or (a <= CLIP).any() or (a >= 1 - CLIP).any():
+    """The asymptote rule of the module docstring, read off the arm's fit and intervals: C_mid and its interval's
+    upper end within the largest compute evaluated, A and its interval off the clip [0, 1], B and its interval
+    inside `B_RANGE` (a shape pinned to the search's end is not resolved)."""
+    if not arm.pooled.ok:
         return False
-    mid = [row["midpoint"], row["midpoint_high"], arm.pooled.c_mid, *arm.seeds[:, 2]]
-    return bool(np.nanmax(mid) <= arm.max_tokens) and arm.pooled.ok and CLIP < arm.pooled.a < 1 - CLIP
+    a = np.array([row["asymptote"], row["asymptote_low"], row["asymptote_high"]])
+    b = np.log([row["efficiency"], row["efficiency_low"], row["efficiency_high"]])
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    a_inside = ((a > CLIP) & (a < 1 - CLIP)).all()
+    b_inside = ((b > np.log(B_RANGE[0]) + CLIP_LOG_B) & (b < np.log(B_RANGE[1]) - CLIP_LOG_B)).all()
+    mid = np.nanmax([row["midpoint"], row["midpoint_high"]])
+    return bool(a_inside and b_inside and mid <= arm.max_tokens)
 
 
 def compute_fits(curves: pd.DataFrame, confidence: float = 0.95) -> tuple[pd.DataFrame, dict]:
     """`curves` (arm, eval_task, seed, tokens, score) -> (the `compute_fits.parquet` table,
-    {(arm, task): the seeds' fits (S, 3) of (A, B, C_mid)})."""
-    rows, per_seed = [], {}
+    {(arm, task): the seeds' jackknife replicates (S, 3) of (A, B, C_mid)})."""
+    rows, replicates = [], {}
     for (arm, task), points in curves.groupby(["arm", "eval_task"], sort=True):
         fit = fit_arm(points)
-        per_seed[(arm, task)] = fit.seeds
+        replicates[(arm, task)] = fit.replicates
         row = {"arm": arm, "eval_task": task, "r0": fit.pooled.r0, "rmse": fit.pooled.rmse}
         row.update(estimates(fit, confidence))
         row["max_tokens"] = fit.max_tokens
         row["seeds"] = int(points["seed"].nunique())
         row["points"] = int((points["tokens"] > 0).sum())
         rows.append(row)
-    return pd.DataFrame(rows, columns=list(FIT_COLUMNS)), per_seed
+    return pd.DataFrame(rows, columns=list(FIT_COLUMNS)), replicates
 
 
 def welch(mine: np.ndarray, theirs: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -256,7 +272,7 @@ def welch(mine: np.ndarray, theirs: np.ndarray, confidence: float) -> tuple[floa
 
 
 def compare_fits(
-    fits: pd.DataFrame, per_seed: dict, pairs: list[tuple[str, str]], confidence: float = 0.95
+    fits: pd.DataFrame, replicates: dict, pairs: list[tuple[str, str]], confidence: float = 0.95
 ) -> pd.DataFrame:
     """Each (arm, baseline) of `pairs` per task: asymptote difference (CI), midpoint ratio (CI) and the verdict
     (`higher asymptote`, `lower asymptote`, `same asymptote, sooner`, `same asymptote, later`, `indistinguishable`,
@@ -264,10 +280,10 @@ def compare_fits(
     rows, base_of = [], dict(pairs)
     for fit in fits.itertuples():
         baseline = base_of.get(fit.arm)
-        if baseline is None or (baseline, fit.eval_task) not in per_seed:
+        if baseline is None or (baseline, fit.eval_task) not in replicates:
             continue
         base = fits[(fits["arm"] == baseline) & (fits["eval_task"] == fit.eval_task)].iloc[0]
-        mine, theirs = per_seed[(fit.arm, fit.eval_task)], per_seed[(baseline, fit.eval_task)]
+        mine, theirs = replicates[(fit.arm, fit.eval_task)], replicates[(baseline, fit.eval_task)]
         row = {
             "arm": fit.arm,
             "baseline": baseline,

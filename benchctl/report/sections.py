@@ -18,10 +18,11 @@ COMPUTE_TEXT = (
     "R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) fitted to every seed's held-out pass@1 against rollout tokens C "
     "(Khatri et al. 2025, arXiv 2510.13786); A: asymptote (dotted; off the panel when above it), B: efficiency, "
     "C_mid: tokens to half the gain; R0 the step-0 score. Dots: every evaluation of every seed. Estimates: one fit "
-    "per seed, A their mean, B and C_mid their geometric means, with t intervals over seeds. An asymptote is "
-    "identified only when C_mid and its interval lie within the largest compute evaluated and A's interval stays "
-    "off the clip [0, 1]; otherwise A is printed as '>= its lower limit' and not compared ('asymptote not "
-    "resolved at this budget'). Arms are compared on A (Welch's t over seeds), then at equal A on C_mid."
+    "of all the arm's seeds' points, with delete-one-seed jackknife t intervals. An asymptote is identified only "
+    "when C_mid and its interval lie within the largest compute evaluated, A's interval stays off the clip [0, 1] "
+    "and B's inside its range 0.2-10; otherwise A is printed as '>= its lower limit' and not compared ('asymptote "
+    "not resolved at this budget'). Arms are compared on A (Welch's t over the seeds' jackknife pseudo-values), "
+    "then at equal A on C_mid."
 )
 NO_FIT = "No run was evaluated at 3 or more compute points (train with --eval-every-tokens): nothing to fit."
 

@@ -1,12 +1,13 @@
-"""ScaleRL compute curves: known parameters are recovered from synthetic curves, CIs come from the seeds (per-seed
-fits, t intervals) and cover the truth at about their level, an asymptote past the budget is not identified (printed
-as a lower limit, never compared), and the comparison orders arms by asymptote, then by midpoint."""
+"""ScaleRL compute curves: known parameters are recovered from synthetic curves, CIs come from the seeds (the
+delete-one-seed jackknife of the pooled fit) and cover the truth at about their level on geometric and linear
+cadences, an asymptote past the budget is not identified (printed as a lower limit, never compared) while one seed's
+slow curve does not disqualify its arm, and the comparison orders arms by asymptote, then by midpoint."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from benchctl.report.compute import NOT_RESOLVED, compare_fits, compute_fits, fit_curve, scalerl_curve
+from benchctl.report.compute import NOT_RESOLVED, Fit, compare_fits, compute_fits, fit_curve, jackknife, scalerl_curve
 from benchctl.report.render import compute_view
 
 TOKENS = np.array([0, 2_000, 5_000, 10_000, 20_000, 40_000, 80_000, 160_000])
@@ -73,15 +74,15 @@ def test_arms_are_compared_on_the_asymptote_then_at_equal_asymptote_on_the_midpo
     assert verdicts == {"higher": "higher asymptote", "sooner": "same asymptote, sooner", "same": "indistinguishable"}
 
 
-def _seed_curves(rng, arm: str, seeds: int, a: float = 0.6, c_mid: float = 20_000, noise: float = 0.03):
-    """Seeds with their own curves (A_s, B_s, C_s spread around the arm's A, B, C_mid) and evaluation noise: the
-    generator of benchmarks/report_compute_coverage.py."""
+def _seed_curves(rng, arm: str, seeds: int, a: float = 0.6, c_mid: float = 20_000, noise: float = 0.03, tokens=TOKENS):
+    """Seeds with their own curves (A_s, B_s, C_s spread around the arm's A, B, C_mid) and evaluation noise at
+    `tokens` (step 0 first): the generator of benchmarks/report_compute_coverage.py."""
     rows = []
     for seed in range(seeds):
         a_s, b_s, c_s = a + rng.normal(0, 0.03), 1.5 * np.exp(rng.normal(0, 0.1)), c_mid * np.exp(rng.normal(0, 0.2))
-        score = np.r_[0.1, scalerl_curve(TOKENS[1:], 0.1, a_s, b_s, c_s)] + rng.normal(0, noise, len(TOKENS))
+        score = np.r_[0.1, scalerl_curve(tokens[1:], 0.1, a_s, b_s, c_s)] + rng.normal(0, noise, len(tokens))
         rows += [
-            {"arm": arm, "eval_task": "arith", "seed": seed, "tokens": c, "score": v} for c, v in zip(TOKENS, score)
+            {"arm": arm, "eval_task": "arith", "seed": seed, "tokens": c, "score": v} for c, v in zip(tokens, score)
         ]
     return pd.DataFrame(rows)
 
@@ -107,12 +108,16 @@ def test_an_asymptote_on_the_clip_is_not_identified():
     assert not fits.iloc[0]["asymptote_identified"]
 
 
-def test_intervals_cover_at_about_their_level_and_identical_curves_are_rarely_called_apart():
+LINEAR = np.r_[0, np.linspace(20_000, 160_000, 8)]  # every 20,000 tokens: the first evaluation at C_mid
+
+
+@pytest.mark.parametrize("tokens", [TOKENS, LINEAR], ids=["geometric", "linear"])
+def test_intervals_cover_at_about_their_level_and_identical_curves_are_rarely_called_apart(tokens):
     """A small-scale run of the coverage benchmark (30 replications; the full figures: docs/report.md)."""
     rng = np.random.default_rng(5)
     hits, calls = np.zeros(3), 0
     for _ in range(30):
-        curves = pd.concat([_seed_curves(rng, "grpo", 5), _seed_curves(rng, "same", 5)])
+        curves = pd.concat([_seed_curves(rng, "grpo", 5, tokens=tokens), _seed_curves(rng, "same", 5, tokens=tokens)])
         fits, per_seed = compute_fits(curves)
         row = fits.set_index("arm").loc["grpo"]
         hits += [
@@ -123,3 +128,42 @@ def test_intervals_cover_at_about_their_level_and_identical_curves_are_rarely_ca
         calls += verdict in ("higher asymptote", "lower asymptote")
     assert (hits >= 25).all()  # >= 83% of 30 (95% nominal; P(< 25 | 95%) ~ 1%)
     assert calls <= 4
+
+
+def test_one_seed_whose_curve_is_still_rising_at_the_budget_does_not_disqualify_its_arm():
+    """A seed whose own midpoint lies past the budget is information about the arm's C_mid, not a veto: nine seeds
+    at C_mid 20,000 and one at 400,000 (its own fit alone: past the 160,000 budget) are identified."""
+    rng = np.random.default_rng(6)
+    curves = pd.concat([_seed_curves(rng, "grpo", 9), _seed_curves(rng, "grpo", 1, c_mid=400_000).assign(seed=9)])
+    alone = curves[curves["seed"] == 9]
+    assert fit_curve(alone["tokens"].to_numpy(), alone["score"].to_numpy(), 0.1).c_mid > 160_000
+    row = compute_fits(curves)[0].iloc[0]
+    assert row.seeds == 10 and bool(row.asymptote_identified)
+    assert row.midpoint_high <= row.max_tokens
+
+
+def test_jackknife_replicates_average_to_the_pooled_fit_and_spread_as_the_jackknife_variance():
+    full = Fit(0.6, 1.5, 20_000.0, 0.1, 0.01)
+    theta = np.array([[0.58, 1.4, 18_000.0], [0.61, 1.6, 21_000.0], [0.62, 1.5, 23_000.0], [0.6, 1.45, 19_000.0]])
+    reps = jackknife(full, [Fit(a, b, c, 0.1, 0.01) for a, b, c in theta])
+    log_reps, log_theta = (
+        np.column_stack([reps[:, 0], np.log(reps[:, 1:])]),
+        np.column_stack([theta[:, 0], np.log(theta[:, 1:])]),
+    )
+    assert log_reps.mean(0) == pytest.approx([0.6, np.log(1.5), np.log(20_000)])
+    s = len(theta)
+    jack_var = (s - 1) / s * ((log_theta - log_theta.mean(0)) ** 2).sum(0)
+    assert log_reps.var(0, ddof=1) / s == pytest.approx(jack_var)
+    assert jackknife(full, [*[Fit(a, b, c, 0.1, 0.01) for a, b, c in theta[:3]], Fit(*[np.nan] * 5)]).shape == (0, 3)
+
+
+def test_a_curve_sharper_than_the_efficiency_range_is_not_identified():
+    """A step (B = 40) fits with B pinned at the top of its search range: the shape, hence C_mid, is not resolved."""
+    rng = np.random.default_rng(7)
+    rows = [
+        {"arm": "step", "eval_task": "arith", "seed": seed, "tokens": c, "score": v + rng.normal(0, 0.005)}
+        for seed in range(5)
+        for c, v in zip(TOKENS, scalerl_curve(TOKENS, 0.1, 0.5, 40.0, 30_000))
+    ]
+    row = compute_fits(pd.DataFrame(rows))[0].iloc[0]
+    assert row.efficiency == pytest.approx(10.0, rel=1e-3) and not row.asymptote_identified
