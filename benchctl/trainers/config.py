@@ -1,10 +1,12 @@
-"""`TrainConfig`: every setting of `benchctl train`, the recipes of docs/contract.md §6, and how a config is resolved.
+"""`TrainConfig`: every setting of `benchctl train`, the recipes of docs/contract.md §6, and the precedence that builds
+a config (`build_config`).
 
 Precedence [our choice, like most CLIs]: defaults < `--recipe` < `--config FILE.yaml` < flags. Each resolved value
 keeps its source (`default`, `recipe`, `file`, `flag`, `derived`), written to RUN/config.json.
-Each setting's valid range or choices are in its metadata (`benchctl.fields.check_settings`); what the run derives
-from the settings, and the checks across settings, are one step: `benchctl.trainers.plan.resolve`. `build_config`
-returns a config that resolves: every invalid value or combination is one `BenchctlError` line before any work.
+`build_config` checks each setting on its own: its type, and the range or choices in its metadata
+(`benchctl.fields.check_settings`). What the run derives from the settings, and the checks across settings (names,
+combinations, the estimator on a probe batch), are one step after it: `benchctl.trainers.plan.resolve`. Each invalid
+value or combination is one `BenchctlError` line before any work starts.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ RECIPES: dict[str, dict[str, Any]] = {
         "mini_batches": 4,  # §5.1: each rollout batch is partitioned into four mini-batches
     },
 }
-OVERLONG_RATIO = 0.2  # L_cache / L_max of DAPO §4.1 (4096 / 20480): the default buffer as a share of max_tokens
 # Each setting is described once, here: its help, default, section (the `benchctl train --help` panel), whether it
 # may change on resume and whether the matrix sets it per cell. From these come the CLI options (benchctl.cli.train),
 # `RESUMABLE_CHANGES`, the matrix's `CELL_KEYS` and its staleness rule (docs/training.md, "Settings").
@@ -265,6 +266,11 @@ class TrainConfig:
         if self.estimator_params is None:
             object.__setattr__(self, "estimator_params", {})
 
+    @property
+    def evaluates(self) -> bool:
+        """Whether the run evaluates on a held-out task while training (a step or a rollout-token cadence)."""
+        return bool(self.eval_every or self.eval_every_tokens)
+
 
 def settings(change: str | None = None, owner: str | None = None) -> tuple[str, ...]:
     """Names of the settings whose metadata has this `change` and `owner` (None: any), in declaration order."""
@@ -286,7 +292,8 @@ def field_names() -> list[str]:
 def build_config(
     file_values: Mapping[str, Any] | None = None, flag_values: Mapping[str, Any] | None = None
 ) -> TrainConfig:
-    """defaults < recipe < file < flags -> a validated TrainConfig with a source per key.
+    """defaults < recipe < file < flags -> a TrainConfig with a source per key, each setting of its type and in its
+    range (`resolve` checks the combinations).
 
     With `resume`, the run's stored config is the base instead, and only `RESUMABLE_CHANGES` may differ from it.
     """
@@ -318,13 +325,9 @@ def build_config(
 
 
 def _checked(cfg: TrainConfig) -> TrainConfig:
-    """`cfg` once each setting has its type, its range or choice (field metadata) and the run resolves (`resolve`:
-    names, combinations, the estimator on a probe batch); else one BenchctlError line."""
-    from benchctl.trainers.plan import resolve
-
+    """`cfg` once each setting has its type and its range or choice (field metadata); else one BenchctlError line."""
     _check_types(cfg)
     check_settings(cfg)
-    resolve(cfg)
     return cfg
 
 
@@ -400,23 +403,12 @@ def _check_types(cfg: TrainConfig) -> None:
         raise BenchctlError(f"estimator_params must be a mapping of hyperparameters; got {cfg.estimator_params!r}")
 
 
-def evaluates(cfg: TrainConfig) -> bool:
-    """Whether the run evaluates on a held-out task while training (a step or a rollout-token cadence)."""
-    return bool(cfg.eval_every or cfg.eval_every_tokens)
-
-
 def eval_due(cfg: TrainConfig, step: int, tokens_before: int, tokens_after: int, last: bool) -> bool:
     """A held-out evaluation after `step`: on the step cadence, when the rollout tokens crossed a multiple of
     `eval_every_tokens` during the step (compute curves, `benchctl.report.compute`), or at the end."""
-    if not evaluates(cfg):
+    if not cfg.evaluates:
         return False
     by_step = bool(cfg.eval_every) and step % cfg.eval_every == 0
     n = cfg.eval_every_tokens
     by_tokens = bool(n) and tokens_after // n > tokens_before // n
     return by_step or by_tokens or last
-
-
-def parse_eval_ks(text: str) -> tuple[int, ...]:
-    from benchctl.results.kspec import parse_ks
-
-    return parse_ks(str(text))

@@ -13,18 +13,21 @@ starts (each setting's own range and choices are in its metadata: `benchctl.fiel
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchctl.errors import BenchctlError
-from benchctl.trainers.config import OVERLONG_RATIO, TrainConfig, evaluates, field_names, parse_eval_ks
 
 if TYPE_CHECKING:  # annotations only: the losses and the rollout correction load torch
     from benchctl.estimators import Estimator
     from benchctl.losses import Loss
+    from benchctl.trainers.config import TrainConfig
     from benchctl.trainers.rollout_correction import RolloutCorrection
+
+OVERLONG_RATIO = 0.2  # L_cache / L_max of DAPO §4.1 (4096 / 20480): the default buffer as a share of max_tokens
 
 # A setting whose value the run resolves -> its resolved value's key in RUN/config.json (the staleness rule compares
 # the resolved value where a record holds one: a run that took a default is judged by what the default gave it).
@@ -69,6 +72,7 @@ def resolve(cfg: TrainConfig) -> Plan:
     eval_ks = _check_combinations(cfg, max_tokens, overlong_buffer)
     estimator = get_estimator(cfg.estimator, **dict(cfg.estimator_params))
     _check_estimator(cfg, estimator, overlong_buffer)
+    inert = tuple(_inert_settings(cfg, loss, estimator))
     return Plan(
         cfg=cfg,
         estimator=estimator,
@@ -80,7 +84,7 @@ def resolve(cfg: TrainConfig) -> Plan:
         eval_task=_held_out_task(cfg),
         eval_ks=eval_ks,
         correction=correction,
-        inert=tuple(_inert_settings(cfg, loss, estimator)),
+        inert=inert,
     )
 
 
@@ -153,7 +157,7 @@ def _held_out_task(cfg: TrainConfig) -> str | None:
     from benchctl.tasks import get_task
     from benchctl.tasks.overlap import default_held_out
 
-    if not evaluates(cfg):
+    if not cfg.evaluates:
         return None
     if cfg.eval_task is None:
         return default_held_out(cfg.task)
@@ -208,8 +212,10 @@ def _check_combinations(cfg: TrainConfig, max_tokens: int, overlong_buffer: int)
             f"overlong_buffer={overlong_buffer} must be below max_tokens={max_tokens} (DAPO Eq. 13 penalises only the"
             " last overlong_buffer tokens before max_tokens)"
         )
-    ks = parse_eval_ks(cfg.eval_k)
-    if evaluates(cfg) and max(ks) > cfg.eval_n:
+    from benchctl.results.kspec import parse_ks
+
+    ks = parse_ks(str(cfg.eval_k))
+    if cfg.evaluates and max(ks) > cfg.eval_n:
         raise BenchctlError(f"eval_k={max(ks)} > eval_n={cfg.eval_n}: pass@k needs k <= n")
     return ks
 
@@ -250,8 +256,8 @@ def _inert_settings(cfg: TrainConfig, loss: Loss, estimator: Estimator) -> list[
     buffer/penalty with shaping off, an estimator whose every effect dynamic sampling filters out, the log-prob
     chunk without micro-batches, and rollout-correction bounds without a correction."""
     given = lambda k: cfg.sources.get(k, "default") != "default"  # noqa: E731 - set by a recipe, file or flag
-    defaults = TrainConfig.__dataclass_fields__
-    chosen = [k for k in ("clip_low", "clip_high") if given(k) or getattr(cfg, k) != defaults[k].default]
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+    chosen = [k for k in ("clip_low", "clip_high") if given(k) or getattr(cfg, k) != defaults[k]]
     out = []
     one_step = cfg.epochs * cfg.mini_batches == 1
     if cfg.loss is not None:  # the named loss has its own parameters: a recipe's clip range does not reach it
@@ -317,7 +323,8 @@ def record(plan: Plan, **run: Any) -> dict:
     """RUN/config.json's record: {key: {"value": v, "source": ...}} for every setting, then the Plan's resolved
     values and `run` (the model folder, the run folder, ...; source 'derived'; `run` wins over a Plan value)."""
     cfg = plan.cfg
-    out = {name: {"value": getattr(cfg, name), "source": cfg.sources.get(name, "default")} for name in field_names()}
+    names = [f.name for f in dataclasses.fields(cfg) if f.name != "sources"]
+    out = {name: {"value": getattr(cfg, name), "source": cfg.sources.get(name, "default")} for name in names}
     out["estimator_params"]["value"] = dict(cfg.estimator_params)
     derived = {
         "inert_settings": list(plan.inert),

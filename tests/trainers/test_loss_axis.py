@@ -33,7 +33,7 @@ def test_a_named_loss_is_parsed_and_brings_its_papers_aggregation_unless_one_is_
 )
 def test_bad_losses_and_clip_flags_beside_a_named_loss_are_one_line_errors(values, message):
     with pytest.raises(BenchctlError, match=message) as info:
-        build_config(flag_values=values)
+        resolve(build_config(flag_values=values))
     assert "\n" not in str(info.value)
 
 

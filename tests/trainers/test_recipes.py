@@ -58,13 +58,13 @@ def test_dapo_recipe_buffer_is_a_fifth_of_max_tokens():
 def test_shaped_rewards_are_refused_for_estimators_that_need_binary_rewards():
     for estimator in ("passk", "a_grae", "w_reinforce"):
         with pytest.raises(BenchctlError, match="cannot train on shaped rewards"):
-            build_config(flag_values={"recipe": "dapo", "estimator": estimator})
-        build_config(flag_values={"recipe": "dapo", "estimator": estimator, "overlong_shaping": False})
+            resolve(build_config(flag_values={"recipe": "dapo", "estimator": estimator}))
+        resolve(build_config(flag_values={"recipe": "dapo", "estimator": estimator, "overlong_shaping": False}))
 
 
 def test_overlong_buffer_must_leave_room_below_max_tokens():
     with pytest.raises(BenchctlError, match="overlong_buffer=8 must be below max_tokens=8"):
-        build_config(flag_values={"recipe": "dapo", "overlong_buffer": 8})
+        resolve(build_config(flag_values={"recipe": "dapo", "overlong_buffer": 8}))
 
 
 # ---- recipes set the update structure ---------------------------------------------------------------------------
@@ -113,16 +113,18 @@ def test_group_size_one_is_refused(tmp_path):
     assert result.exit_code == 2 and len(lines) == 1 and "needs group_size >= 2" in lines[0]
     assert not (tmp_path / "run").exists()
     for estimator in ("rloo", "w_reinforce", "ngrpo"):  # defined without group statistics
-        build_config(flag_values={"estimator": estimator, "group_size": 1})
+        resolve(build_config(flag_values={"estimator": estimator, "group_size": 1}))
     with pytest.raises(BenchctlError, match="needs group_size >= 2"):
-        build_config(flag_values={"estimator": "ha_dw", "estimator_params": {"base": "dr_grpo"}, "group_size": 1})
+        resolve(
+            build_config(flag_values={"estimator": "ha_dw", "estimator_params": {"base": "dr_grpo"}, "group_size": 1})
+        )
 
 
 def test_settings_that_leave_an_estimator_or_the_ratio_undefined_are_refused():
     with pytest.raises(BenchctlError, match="top_p=0.9 < 1 cannot train"):
-        build_config(flag_values={"top_p": 0.9})
+        resolve(build_config(flag_values={"top_p": 0.9}))
     with pytest.raises(BenchctlError, match="k=4 is out of range for G=2"):
-        build_config(flag_values={"estimator": "passk", "group_size": 2})
+        resolve(build_config(flag_values={"estimator": "passk", "group_size": 2}))
 
 
 # ---- the update: GSPO and DAPO act ---------------------------------------------------------------------------------
