@@ -64,11 +64,11 @@ class Sampler:
         return [draw(self.problems, self.seed, pos) for pos in range(start, start + count)]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Policy:
     """The trained model and what its update needs: the frozen reference (KL term; None without), AdamW and its
     warm-up schedule, the device, the forward's precision over fp32 master weights, the cores, the pad token, and
-    the source model (tokenizer files of every export)."""
+    the source model (tokenizer files of every export). Complete when built (`build_policy`)."""
 
     model: PreTrainedModel  # causal LM, fp32 weights
     ref: PreTrainedModel | None  # the initial model, frozen; None when kl_coef = 0
@@ -78,7 +78,7 @@ class Policy:
     device: str
     compute_dtype: torch.dtype  # of the forward (`device.compute_context`)
     threads: int
-    pad_id: int
+    pad_id: int  # the source tokenizer's pad token, else its EOS (as the engine's tokenizer of the same folder)
     param_stride: int = 1  # `weights.param_snapshot` stride of update/param_change
 
 
@@ -201,8 +201,6 @@ def build(cfg: TrainConfig) -> Parts:
     device = resolve_device(cfg.device)
     policy = build_policy(plan, model_ref.path, run_folder.checkpoint_weights(folder.path, folder.resume_step), device)
     engine = trainer_engine(model_ref.path, device, cfg.gpu_memory_utilization)
-    pad = engine.tokenizer.pad_token_id
-    policy.pad_id = engine.tokenizer.eos_token_id if pad is None else pad
     sampler = build_sampler(plan, engine, task, problems)
     loss = Objective(
         policy_loss=plan.loss,
@@ -223,8 +221,10 @@ def build(cfg: TrainConfig) -> Parts:
 
 def build_policy(plan: Plan, source: str, weights: Path | None, device: str) -> Policy:
     """The policy from `weights` (a checkpoint's model/ folder; None: the initial model `source`) in fp32 master
-    weights, its frozen reference when there is a KL term, AdamW with a linear warm-up (pad_id: set by `build`)."""
+    weights, its frozen reference when there is a KL term, AdamW with a linear warm-up, and the pad token of
+    `source`'s tokenizer (the files the engine loads its tokenizer from)."""
     import torch
+    from transformers import AutoTokenizer
 
     from benchctl.trainers.device import default_threads, resolve_compute_dtype
     from benchctl.trainers.weights import load_policy, param_stride
@@ -239,6 +239,8 @@ def build_policy(plan: Plan, source: str, weights: Path | None, device: str) -> 
     optimizer = torch.optim.AdamW(model.parameters(), lr=plan.lr, weight_decay=cfg.weight_decay, fused=True)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    pad = tokenizer.eos_token_id if tokenizer.pad_token_id is None else tokenizer.pad_token_id
     return Policy(
         model=model,
         ref=ref,
@@ -248,7 +250,7 @@ def build_policy(plan: Plan, source: str, weights: Path | None, device: str) -> 
         device=device,
         compute_dtype=resolve_compute_dtype(cfg.dtype, device),
         threads=cfg.threads or default_threads(),
-        pad_id=0,
+        pad_id=pad,
         param_stride=param_stride(model),
     )
 
