@@ -90,8 +90,9 @@ def child(spec: dict) -> dict:
     import torch
 
     from benchctl.trainers.build import Objective, build_policy
-    from benchctl.trainers.config import TrainConfig, resolved_loss, rollout_correction
+    from benchctl.trainers.config import TrainConfig
     from benchctl.trainers.loop import measure, update
+    from benchctl.trainers.plan import resolve
     from benchctl.trainers.policy import forward_stats
     from benchctl.trainers.runtime import PhaseTimer
 
@@ -103,9 +104,10 @@ def child(spec: dict) -> dict:
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    policy = build_policy(cfg, spec["folder"], None, device)
+    plan = resolve(cfg)
+    policy = build_policy(plan, spec["folder"], None, device)
     load_s = time.perf_counter() - start
-    loss = Objective(resolved_loss(cfg), "token-mean", cfg.kl_coef, 1024, rollout_correction(cfg))
+    loss = Objective(plan.loss, "token-mean", cfg.kl_coef, 1024, plan.correction)
     batch, token_adv, nondegenerate, engine_lp = rollout_batch(spec, device)
     state_gib = torch.cuda.memory_allocated() / 2**30 if cuda else float("nan")
     out: dict = {"load_s": load_s, "weights_gib": state_gib, "steps": []}

@@ -123,10 +123,10 @@ def _until_decided(file: str, results: str, claims: str | None, max_seeds: int |
 def _warn_inert(spec) -> None:
     """One stderr line per cell setting that cannot act (void combinations, clips without off-policy steps)."""
     from benchctl.trainers import build_config
-    from benchctl.trainers.config import config_warnings
+    from benchctl.trainers.plan import config_warnings, resolve
 
     for cell in spec.cells:
-        for line in config_warnings(build_config(flag_values=cell.train_values())):
+        for line in config_warnings(resolve(build_config(flag_values=cell.train_values()))):
             typer.echo(f"warning: {cell.name}: {line}", err=True)
 
 

@@ -64,13 +64,14 @@ train_command.__annotations__ = {p.name: p.annotation for p in train_command.__s
 def _run(given: dict, sets: list[str] | None, config: str | None) -> None:
     """Build the config (defaults < recipe < file < flags) and train natively, or launch it with veRL."""
     from benchctl.trainers import build_config, train
-    from benchctl.trainers.config import config_warnings, parse_set, read_config_file
+    from benchctl.trainers.config import parse_set, read_config_file
     from benchctl.trainers.display import make_display
+    from benchctl.trainers.plan import config_warnings, resolve
 
     if sets:
         given["estimator_params"] = parse_set(sets)
     cfg = build_config(read_config_file(config) if config else None, given)
-    for line in config_warnings(cfg):  # settings that cannot act in this run (also in RUN/config.json)
+    for line in config_warnings(resolve(cfg)):  # settings that cannot act in this run (also in RUN/config.json)
         typer.echo(f"warning: {line}", err=True)
     if cfg.engine == "verl":
         from benchctl.integrations.verl_launch import launch

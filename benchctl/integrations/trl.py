@@ -39,7 +39,7 @@ STATE_FILE = "benchctl_estimator.json"
 METRIC_PREFIX = "benchctl/"
 
 
-def build_estimator(estimator: str | Estimator, params: dict | None) -> Estimator:
+def trl_estimator(estimator: str | Estimator, params: dict | None) -> Estimator:
     """A name (+ hyperparameters, `get_estimator` keywords) or a ready `Estimator`; OAR is refused."""
     if isinstance(estimator, Estimator):
         if params:
@@ -61,7 +61,7 @@ class BenchctlGRPOTrainer(GRPOTrainer):
     def __init__(
         self, *args: Any, estimator: str | Estimator = "grpo", estimator_params: dict | None = None, **kwargs: Any
     ) -> None:
-        self.estimator = build_estimator(estimator, estimator_params)
+        self.estimator = trl_estimator(estimator, estimator_params)
         super().__init__(*args, **kwargs)
         if self.multi_objective_aggregation != "sum_then_normalize":
             raise BenchctlError(

@@ -84,15 +84,14 @@ class VerlLaunch:
 # ---- what veRL can express ------------------------------------------------------------------------------------
 
 
-def check_supported(cfg) -> None:
-    """One BenchctlError line for a setting veRL's main_ppo cannot reproduce (see the module docstring)."""
-    from benchctl.trainers.config import build_estimator, loss_agg
-
-    est = build_estimator(cfg)
+def check_supported(plan) -> None:
+    """One BenchctlError line for a setting veRL's main_ppo cannot reproduce (see the module docstring); `plan`:
+    the run's `benchctl.trainers.plan.Plan`."""
+    cfg, est = plan.cfg, plan.estimator
     refusals = [
         (cfg.token_budget is not None, "token_budget: veRL stops by steps; set steps instead"),
         (cfg.dynamic_sampling, "dynamic_sampling: DAPO's group filter is not part of verl.trainer.main_ppo"),
-        (loss_agg(cfg, est) not in VERL_LOSS_AGGS, f"loss_agg {loss_agg(cfg, est)}: veRL has {VERL_LOSS_AGGS}"),
+        (plan.loss_agg not in VERL_LOSS_AGGS, f"loss_agg {plan.loss_agg}: veRL has {VERL_LOSS_AGGS}"),
         (est.token_scores is not None, f"estimator {cfg.estimator}: veRL passes no per-token importance scores"),
         (cfg.prompts_per_step % cfg.mini_batches != 0, "mini_batches must divide prompts_per_step in veRL"),
         (cfg.resume is not None, "--resume: rerun RUN/verl/launch.sh, veRL resumes from its own checkpoints"),
@@ -237,23 +236,22 @@ def estimator_overrides(name: str, params: dict) -> list[str]:
     return out
 
 
-def overrides(cfg, model_path: str, n_train: int, max_prompt_length: int, name: str) -> list[str]:
-    """Hydra overrides of `verl.trainer.main_ppo` for `cfg` (paths under the placeholder `HERE`)."""
-    from benchctl.trainers.config import build_estimator, loss_agg, resolved_lr, resolved_max_tokens
-
+def overrides(plan, model_path: str, n_train: int, max_prompt_length: int, name: str) -> list[str]:
+    """Hydra overrides of `verl.trainer.main_ppo` for the run's `Plan` (paths under the placeholder `HERE`)."""
+    cfg = plan.cfg
     P, G = cfg.prompts_per_step, cfg.group_size
-    actor, agg = "actor_rollout_ref.actor", loss_agg(cfg, build_estimator(cfg))
+    actor, agg = "actor_rollout_ref.actor", plan.loss_agg
     settings = {
         "algorithm.use_kl_in_reward": False,
         "data.train_files": f"{HERE}/{TRAIN_DATA}",
         "data.val_files": f"{HERE}/{VAL_DATA}",
         "data.train_batch_size": P,
         "data.max_prompt_length": max_prompt_length,
-        "data.max_response_length": resolved_max_tokens(cfg),
+        "data.max_response_length": plan.max_tokens,
         "data.filter_overlong_prompts": True,
         "data.seed": cfg.seed,
         "actor_rollout_ref.model.path": model_path,
-        f"{actor}.optim.lr": resolved_lr(cfg),
+        f"{actor}.optim.lr": plan.lr,
         f"{actor}.optim.weight_decay": cfg.weight_decay,
         f"{actor}.optim.lr_warmup_steps": cfg.warmup_steps,
         f"{actor}.optim.clip_grad": cfg.max_grad_norm or math.inf,  # veRL 0.9.1 reads optim.clip_grad only
@@ -261,7 +259,7 @@ def overrides(cfg, model_path: str, n_train: int, max_prompt_length: int, name: 
         f"{actor}.ppo_mini_batch_size": P // cfg.mini_batches,
         f"{actor}.ppo_micro_batch_size_per_gpu": min(8, P * G // cfg.mini_batches),
         f"{actor}.loss_agg_mode": agg,
-        **({f"{actor}.loss_scale_factor": resolved_max_tokens(cfg)} if agg == "seq-mean-token-sum-norm" else {}),
+        **({f"{actor}.loss_scale_factor": plan.max_tokens} if agg == "seq-mean-token-sum-norm" else {}),
         f"{actor}.clip_ratio_low": cfg.clip_low,
         f"{actor}.clip_ratio_high": cfg.clip_high,
         f"{actor}.use_kl_loss": cfg.kl_coef > 0,
@@ -351,9 +349,10 @@ def prepare(cfg) -> tuple[Path, Path, list[str]]:
     """Write RUN/verl/ (module docstring); returns (run, folder, overrides with absolute paths)."""
     from benchctl.results.runs import resolve_model
     from benchctl.results.store import write_json
-    from benchctl.trainers.config import build_estimator, config_record, loss_agg, resolved_lr, resolved_max_tokens
+    from benchctl.trainers.plan import record, resolve
 
-    check_supported(cfg)
+    plan = resolve(cfg)
+    check_supported(plan)
     model = resolve_model(cfg.model)
     check_chat_template(model.path)  # refused, like check_supported, before a file is written
     run = launch_run_dir(cfg)
@@ -363,22 +362,15 @@ def prepare(cfg) -> tuple[Path, Path, list[str]]:
     write_dataset(folder / TRAIN_DATA, train)
     write_dataset(folder / VAL_DATA, val)
     longest = max(len(m["content"]) for row in train + val for m in row["prompt"])
-    items = overrides(cfg, model.path, len(train), longest + PROMPT_MARGIN, run.name)
+    items = overrides(plan, model.path, len(train), longest + PROMPT_MARGIN, run.name)
     (folder / REWARD_FILE).write_text(REWARD_SHIM)
     (folder / LAUNCH_FILE).write_text(launch_script(items, run.name))
     (folder / LAUNCH_FILE).chmod(0o755)
     absolute = [item.replace(HERE, str(folder.resolve())) for item in items]
     (folder / OVERRIDES_FILE).write_text("\n".join(absolute) + "\n")
-    derived = {
-        "estimator_label": cfg.estimator,
-        "model_resolved": model.path,
-        "model_source": model.source,
-        "run": str(run),
-        "loss_agg_resolved": loss_agg(cfg, build_estimator(cfg)),
-        "max_tokens_resolved": resolved_max_tokens(cfg),
-        "lr_resolved": resolved_lr(cfg),
-    }
-    write_json(folder / LAUNCH_RECORD, {"kind": "benchctl-verl-launch", "config": config_record(cfg, **derived)})
+    run_values = {"estimator_label": cfg.estimator, "model_resolved": model.path, "model_source": model.source}
+    launch_record = record(plan, **run_values, run=str(run))
+    write_json(folder / LAUNCH_RECORD, {"kind": "benchctl-verl-launch", "config": launch_record})
     return run, folder, absolute
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import shutil
 import time
 import traceback
@@ -225,9 +224,10 @@ def check_cells(cells: Sequence[Cell]) -> None:
     `train: {allow_overlap: true}`."""
     from benchctl.trainers import build_config
     from benchctl.trainers.build import preflight
+    from benchctl.trainers.plan import resolve
 
     for cell in cells:
-        preflight(build_config(flag_values=cell.train_values()), cell.eval.tasks, cell.eval.limit)
+        preflight(resolve(build_config(flag_values=cell.train_values())), cell.eval.tasks, cell.eval.limit)
 
 
 # ---- one cell -----------------------------------------------------------------------------------------------
@@ -263,28 +263,34 @@ def run_cell(cell: Cell, results: str, report_to: str | None = None) -> CellOutc
 
 
 def check_not_stale(cell: Cell, run: Path) -> None:
-    """A finished training run must have been made with the cell's settings: the run folder name holds only the
-    varied values, so a changed `train:` setting in the file would otherwise reuse runs made with the old one. Only
-    the settings that never change what is computed (change "free" in `TrainConfig`'s metadata: trackers, threads,
-    the sync probe, the display) may differ. A run that took the default learning rate must have trained at the rate
-    the cell would get now (`lr_resolved`)."""
-    from benchctl.trainers.config import build_config, resolved_lr, settings
+    """A finished training run must be the run the cell would make now: the run folder name holds only the varied
+    values, so a changed `train:` setting in the file, or a default that moved, would otherwise reuse runs made with
+    the old one. The cell's config is resolved (`benchctl.trainers.plan.resolve`) and its record compared with the
+    run's config.json on every setting except those that never change what is computed (change "free" in
+    `TrainConfig`'s metadata: trackers, threads, the sync probe, the display, the run folder). A setting the run
+    resolves (lr, loss, loss_agg, max_tokens, overlong_buffer, eval_task) is compared by its resolved value
+    (`plan.first_difference`): an explicit lr equal to the default is the same run, and a default that moved is
+    stale. A config.json written before a setting or a resolved value was recorded lacks its key and is judged on
+    the keys it holds (a run from before the resolved values were recorded: on its raw settings)."""
+    from benchctl.trainers.config import build_config, field_names, settings
+    from benchctl.trainers.plan import first_difference, record, resolve
 
-    stored, free, values = train_run.read_config(run), settings("free"), cell.train_values()
-    for key, want in values.items():
-        have = stored.get(key, {}).get("value", want)
-        if key not in free and have != want:
-            raise BenchctlError(
-                f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
-                "use another --results folder or remove the run folder"
-            )
-    have = stored.get("lr_resolved", {}).get("value")  # a default that moved (the tiny rate follows mini_batches)
-    now = have if "lr" in values or have is None else resolved_lr(build_config(flag_values=values))
-    if not math.isclose(have or 0.0, now or 0.0):
+    now = record(resolve(build_config(flag_values=cell.train_values())))
+    keys = [k for k in field_names() if k not in settings("free")]
+    found = first_difference(train_run.read_config(run), now, keys)
+    if found is None:
+        return
+    key, have, want = found
+    if key.endswith("_resolved"):
+        name = key.removesuffix("_resolved")
         raise BenchctlError(
-            f"{run} was trained at lr {have:g}, an earlier default; this cell's default is now {now:g}; "
-            "use another --results folder, remove the run folder, or set lr under train:"
+            f"{run} was trained with {name} {have!r}, this cell resolves it to {want!r} now (a default moved); "
+            f"use another --results folder, remove the run folder, or set {name} under train:"
         )
+    raise BenchctlError(
+        f"{run} was trained with {key}={have!r}, the matrix file now says {want!r}; "
+        "use another --results folder or remove the run folder"
+    )
 
 
 def _reason(exc: BaseException, run: Path) -> str:

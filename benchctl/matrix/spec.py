@@ -363,8 +363,9 @@ def _named(cells: list[Cell]) -> list[Cell]:
 
 def _validate(cell: Cell, path: str) -> None:
     from benchctl.trainers import build_config
+    from benchctl.trainers.plan import resolve
 
     try:
-        build_config(flag_values=cell.train_values())
+        resolve(build_config(flag_values=cell.train_values()))
     except BenchctlError as exc:
         raise BenchctlError(f"{path}: cell {cell.name}: {exc}") from None

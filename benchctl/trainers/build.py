@@ -6,8 +6,9 @@
     RunFolder  RUN/: config.json, metrics, rollouts, checkpoints (`benchctl.trainers.run_folder`) (log, resume)
     TrainState the counters a step advances (step, data position, tokens, samples)             (every step)
 
-plus the estimator (`est.advantages`, the one registry call) and the sync probe. `build` also holds the refusals
-made before any file is written (`preflight`) and the seeded data order (`draw`).
+plus the estimator (`est.advantages`, the one registry call) and the sync probe. Every value derived from the
+settings comes from the run's `Plan` (`benchctl.trainers.plan.resolve`, the first thing `build` does). `build` also
+holds the refusals made before any file is written (`preflight`) and the seeded data order (`draw`).
 """
 
 from __future__ import annotations
@@ -22,18 +23,8 @@ import numpy as np
 
 from benchctl.errors import BenchctlError
 from benchctl.trainers import run_folder
-from benchctl.trainers.config import (
-    TrainConfig,
-    build_estimator,
-    config_record,
-    evaluates,
-    loss_agg,
-    resolved_loss,
-    resolved_lr,
-    resolved_max_tokens,
-    resolved_overlong_buffer,
-    rollout_correction,
-)
+from benchctl.trainers.config import TrainConfig, field_names
+from benchctl.trainers.plan import Plan, record, resolve
 from benchctl.trainers.run_folder import RunFolder, TrainState
 from benchctl.trainers.trackers import Trackers
 
@@ -44,6 +35,7 @@ if TYPE_CHECKING:  # annotations only: torch, transformers and vLLM load when a 
     from benchctl.engine import Engine, SamplingConfig
     from benchctl.estimators import Estimator
     from benchctl.losses import Loss as PolicyLoss
+    from benchctl.results.runs import ResolvedModel
     from benchctl.tasks.base import Task
     from benchctl.trainers.rollout_correction import RolloutCorrection
     from benchctl.trainers.sync import Probe
@@ -72,11 +64,11 @@ class Sampler:
         return [draw(self.problems, self.seed, pos) for pos in range(start, start + count)]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Policy:
     """The trained model and what its update needs: the frozen reference (KL term; None without), AdamW and its
     warm-up schedule, the device, the forward's precision over fp32 master weights, the cores, the pad token, and
-    the source model (tokenizer files of every export)."""
+    the source model (tokenizer files of every export). Complete when built (`build_policy`)."""
 
     model: PreTrainedModel  # causal LM, fp32 weights
     ref: PreTrainedModel | None  # the initial model, frozen; None when kl_coef = 0
@@ -86,7 +78,7 @@ class Policy:
     device: str
     compute_dtype: torch.dtype  # of the forward (`device.compute_context`)
     threads: int
-    pad_id: int
+    pad_id: int  # the source tokenizer's pad token, else its EOS (as the engine's tokenizer of the same folder)
     param_stride: int = 1  # `weights.param_snapshot` stride of update/param_change
 
 
@@ -122,38 +114,24 @@ def train_task(name: str):
     return training_task(name)
 
 
-def eval_task_name(cfg: TrainConfig) -> str | None:
-    """The held-out task (None when evaluation is off): `eval_task`, else the training task's `held_out_task`
-    (arith -> arith's test split, math_train -> math500; none for gsm8k or a file: BenchctlError)."""
-    from benchctl.tasks import get_task
-    from benchctl.tasks.overlap import default_held_out
-
-    if not evaluates(cfg):
-        return None
-    if cfg.eval_task is None:
-        return default_held_out(cfg.task)
-    get_task(cfg.eval_task)  # unknown names fail before any work
-    return cfg.eval_task
-
-
-def preflight(cfg: TrainConfig, eval_tasks=(), eval_limit: int | None = None, *, task=None, problems=None) -> None:
+def preflight(plan: Plan, eval_tasks=(), eval_limit: int | None = None, *, task=None, problems=None) -> None:
     """The refusals before any work (one BenchctlError line each):
     * a token-level estimator (`token_scores`, OAR) on a task whose completions are the answer alone
       (`shows_work` False, e.g. arith): it would equal its base estimator exactly;
     * an evaluation task sharing questions with the training task, unless `allow_overlap`: the run's own
-      held-out task (`eval_task_name`, first `eval_limit` problems) and `eval_tasks` (first `eval_limit`; the
+      held-out task (`Plan.eval_task`, first `eval_limit` problems) and `eval_tasks` (first `eval_limit`; the
       matrix's final evaluation). `task`/`problems`: the training task and problems when already loaded."""
     from benchctl.tasks.overlap import check_held_out, questions
 
+    cfg, estimator = plan.cfg, plan.estimator
     task = task if task is not None else train_task(cfg.task)
-    estimator = build_estimator(cfg)
     if estimator.token_scores is not None and not task.shows_work:
         raise BenchctlError(
             f"{estimator.label} reshapes the reasoning tokens before the answer, but {cfg.task!r} completions are "
             "the answer alone (no reasoning span: it would equal its base exactly); train it on a task that shows "
             "its work, e.g. --task arith_steps"
         )
-    own = eval_task_name(cfg)
+    own = plan.eval_task
     pairs = ([(own, cfg.eval_limit)] if own else []) + [(name, eval_limit) for name in eval_tasks]
     if not pairs:
         return
@@ -180,26 +158,14 @@ def draw(problems: list, seed: int, position: int):
     return problems[int(_order(seed, epoch, len(problems))[index])]
 
 
-def _run_record(cfg: TrainConfig, estimator, model_ref, run: Path) -> dict:
-    """RUN/config.json's record: every setting with its source, and what the trainer derived from them."""
-    return config_record(
-        cfg,
-        estimator_label=estimator.label,
-        model_resolved=model_ref.path,
-        model_source=model_ref.source,
-        run=str(run),
-        loss_agg_resolved=loss_agg(cfg, estimator),
-        max_tokens_resolved=resolved_max_tokens(cfg),
-        eval_task_resolved=eval_task_name(cfg),
-        lr_resolved=resolved_lr(cfg),
-        loss_resolved=resolved_loss(cfg).label,
-    )
-
-
-def prepare_folder(cfg: TrainConfig, estimator, model_ref) -> RunFolder:
-    """The run folder: created with its config.json, or (on --resume) cut back to its latest checkpoint."""
-    path = Path(cfg.resume) if cfg.resume else Path(cfg.out or default_run_dir(cfg, model_ref.name, estimator.label))
-    return run_folder.open_run(path, _run_record(cfg, estimator, model_ref, path), resume=bool(cfg.resume))
+def prepare_folder(plan: Plan, model_ref: ResolvedModel) -> RunFolder:
+    """The run folder: created with its config.json (every setting with its source, the Plan's resolved values and
+    the model), or (on --resume) cut back to its latest checkpoint."""
+    cfg = plan.cfg
+    default = default_run_dir(cfg, model_ref.name, plan.estimator.label)
+    path = Path(cfg.resume) if cfg.resume else Path(cfg.out or default)
+    run = {"model_resolved": model_ref.path, "model_source": model_ref.source, "run": str(path)}
+    return run_folder.open_run(path, record(plan, **run), resume=bool(cfg.resume))
 
 
 class Parts(NamedTuple):
@@ -214,7 +180,7 @@ class Parts(NamedTuple):
     estimator: Estimator  # the one registry call, with its cross-step state
     probe: Probe  # the weight-sync check's fixed sequence and threshold
     trackers: Trackers  # --report-to (a null object when none)
-    eval_task: str | None  # the held-out task (None: no periodic evaluation)
+    plan: Plan  # the values derived from the settings (the held-out task and its k values, ...)
 
 
 def build(cfg: TrainConfig) -> Parts:
@@ -226,53 +192,55 @@ def build(cfg: TrainConfig) -> Parts:
     from benchctl.trainers.trackers import open_trackers
     from benchctl.trainers.weights import engine_state_dict
 
-    estimator = build_estimator(cfg)
-    eval_name = eval_task_name(cfg)
+    plan = resolve(cfg)
     task = train_task(cfg.task)
     problems = task.load(cfg.data_dir)
-    preflight(cfg, task=task, problems=problems)  # refusals before the run folder is written
+    preflight(plan, task=task, problems=problems)  # refusals before the run folder is written
     model_ref = resolve_model(cfg.model)
-    folder = prepare_folder(cfg, estimator, model_ref)
+    folder = prepare_folder(plan, model_ref)
     device = resolve_device(cfg.device)
-    policy = build_policy(cfg, model_ref.path, run_folder.checkpoint_weights(folder.path, folder.resume_step), device)
+    policy = build_policy(plan, model_ref.path, run_folder.checkpoint_weights(folder.path, folder.resume_step), device)
     engine = trainer_engine(model_ref.path, device, cfg.gpu_memory_utilization)
-    pad = engine.tokenizer.pad_token_id
-    policy.pad_id = engine.tokenizer.eos_token_id if pad is None else pad
-    sampler = build_sampler(cfg, engine, task, problems)
+    sampler = build_sampler(plan, engine, task, problems)
     loss = Objective(
-        policy_loss=resolved_loss(cfg),
-        agg=loss_agg(cfg, estimator),
+        policy_loss=plan.loss,
+        agg=plan.loss_agg,
         kl_coef=cfg.kl_coef,
-        max_tokens=resolved_max_tokens(cfg),
-        correction=rollout_correction(cfg),
+        max_tokens=plan.max_tokens,
+        correction=plan.correction,
     )
     probe = build_probe(engine, task, problems[0], policy.compute_dtype, cfg.sync_check)
     state = TrainState()
     if folder.resume_step:
-        state = run_folder.restore(folder, policy=policy, estimator=estimator)
+        state = run_folder.restore(folder, policy=policy, estimator=plan.estimator)
         engine.load_weights(engine_state_dict(policy.model))
     check_sync(engine, policy, probe, state.step)  # the engine starts with the policy's weights
     trackers = open_trackers(cfg.report_to, folder.path, config=_tracker_config(cfg), resume_step=folder.resume_step)
-    return Parts(folder, state, sampler, policy, loss, estimator, probe, trackers, eval_name)
+    return Parts(folder, state, sampler, policy, loss, plan.estimator, probe, trackers, plan)
 
 
-def build_policy(cfg: TrainConfig, source: str, weights: Path | None, device: str) -> Policy:
+def build_policy(plan: Plan, source: str, weights: Path | None, device: str) -> Policy:
     """The policy from `weights` (a checkpoint's model/ folder; None: the initial model `source`) in fp32 master
-    weights, its frozen reference when there is a KL term, AdamW with a linear warm-up (pad_id: set by `build`)."""
+    weights, its frozen reference when there is a KL term, AdamW with a linear warm-up, and the pad token of
+    `source`'s tokenizer (the files the engine loads its tokenizer from)."""
     import torch
+    from transformers import AutoTokenizer
 
     from benchctl.trainers.device import default_threads, resolve_compute_dtype
     from benchctl.trainers.weights import load_policy, param_stride
 
+    cfg = plan.cfg
     model = load_policy(str(weights or source), device, dtype=torch.float32)  # whatever the compute dtype
     ref = None
     if cfg.kl_coef > 0:
         ref = load_policy(source, device, dtype=torch.float32).eval().requires_grad_(False)
     # fused AdamW [our choice]: one kernel for all parameters; on CPU 5-6x faster than the per-parameter loop on a
     # 25M model (benchmarks/train_vs_trl.py, as TRL's default adamw_torch_fused), same update rule.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=resolved_lr(cfg), weight_decay=cfg.weight_decay, fused=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=plan.lr, weight_decay=cfg.weight_decay, fused=True)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    pad = tokenizer.eos_token_id if tokenizer.pad_token_id is None else tokenizer.pad_token_id
     return Policy(
         model=model,
         ref=ref,
@@ -282,20 +250,21 @@ def build_policy(cfg: TrainConfig, source: str, weights: Path | None, device: st
         device=device,
         compute_dtype=resolve_compute_dtype(cfg.dtype, device),
         threads=cfg.threads or default_threads(),
-        pad_id=0,
+        pad_id=pad,
         param_stride=param_stride(model),
     )
 
 
-def build_sampler(cfg: TrainConfig, engine, task, problems: list) -> Sampler:
+def build_sampler(plan: Plan, engine, task, problems: list) -> Sampler:
     """The rollout's settings: G samples per prompt at the run's temperature, with log-probs, seeded by the run."""
     from benchctl.engine import SamplingConfig
 
+    cfg = plan.cfg
     sampling = SamplingConfig(
         n=cfg.group_size,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
-        max_tokens=resolved_max_tokens(cfg),
+        max_tokens=plan.max_tokens,
         seed=cfg.seed,
         logprobs=True,
     )
@@ -308,7 +277,7 @@ def build_sampler(cfg: TrainConfig, engine, task, problems: list) -> Sampler:
         prompts_per_step=cfg.prompts_per_step,
         dynamic_sampling=cfg.dynamic_sampling,
         max_rounds=cfg.max_sampling_rounds if cfg.dynamic_sampling else 1,
-        overlong_buffer=resolved_overlong_buffer(cfg),
+        overlong_buffer=plan.overlong_buffer,
         overlong_penalty=cfg.overlong_penalty,
         reward_flip=cfg.reward_flip,
     )
@@ -316,8 +285,6 @@ def build_sampler(cfg: TrainConfig, engine, task, problems: list) -> Sampler:
 
 def _tracker_config(cfg: TrainConfig) -> dict:
     """The run's settings for wandb / trackio (JSON values)."""
-    from benchctl.trainers.config import field_names
-
     values = {name: getattr(cfg, name) for name in field_names()}
     values["estimator_params"] = dict(cfg.estimator_params)
     return values

@@ -6,22 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchctl.results import train_run
-from benchctl.trainers.config import TrainConfig, parse_eval_ks
+from benchctl.trainers.plan import Plan
 
 
-def evaluate(cfg: TrainConfig, engine, run: Path, eval_task: str, max_tokens: int, step: int) -> dict[str, float]:
-    """Held-out pass@k of the current policy on `eval_task` through the `benchctl eval` code path, sampled by the
-    training engine (which holds the policy's weights) into RUN/eval/step-NNNNNN/; returns its `eval/*` metrics."""
+def evaluate(plan: Plan, engine, run: Path, step: int) -> dict[str, float]:
+    """Held-out pass@k of the current policy on the run's held-out task (`Plan.eval_task`, `Plan.eval_ks`, the
+    rollouts' `Plan.max_tokens`) through the `benchctl eval` code path, sampled by the training engine (which holds
+    the policy's weights) into RUN/eval/step-NNNNNN/; returns its `eval/*` metrics."""
     from benchctl.evaluation import EvalConfig, run_eval
 
+    cfg = plan.cfg
     config = EvalConfig(
         model=str(run),
-        tasks=(eval_task,),
-        ks=parse_eval_ks(cfg.eval_k),
+        tasks=(plan.eval_task,),
+        ks=plan.eval_ks,
         n=cfg.eval_n,
         temperature=cfg.eval_temperature,
         top_p=1.0,
-        max_tokens=max_tokens,
+        max_tokens=plan.max_tokens,
         seed=cfg.seed,
         limit=cfg.eval_limit,
         data_dir=cfg.data_dir,

@@ -40,7 +40,7 @@ from benchctl.results import train_run
 from benchctl.trainers import metrics as M
 from benchctl.trainers.batch import pack, pieces, sampled_logprobs
 from benchctl.trainers.build import Objective, Policy, Sampler, build
-from benchctl.trainers.config import TrainConfig, eval_due, evaluates
+from benchctl.trainers.config import TrainConfig, eval_due
 from benchctl.trainers.device import compute_context, deterministic, threads
 from benchctl.trainers.heldout import evaluate
 from benchctl.trainers.policy import STATS, chunked_sequence_logprobs, forward_stats, piecewise_stats, sequence_logprobs
@@ -67,11 +67,11 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
     """Run (or resume) one training run; returns when `cfg.steps` or `cfg.token_budget` is reached."""
     from benchctl.trainers.display import NullDisplay
 
-    folder, state, sampler, policy, loss, est, probe, trackers, eval_task = build(cfg)
+    folder, state, sampler, policy, loss, est, probe, trackers, plan = build(cfg)
     display = display if display is not None else NullDisplay()
     with trackers, stop_on_sigint(display) as stop, display:  # trackers closed at the end, on Ctrl-C and on errors
-        if evaluates(cfg) and state.step == 0:  # the starting point, for before/after comparisons
-            evaluate(cfg, sampler.engine, folder.path, eval_task, sampler.sampling.max_tokens, 0)
+        if cfg.evaluates and state.step == 0:  # the starting point, for before/after comparisons
+            evaluate(plan, sampler.engine, folder.path, 0)
         while state.step < cfg.steps and not _budget_spent(cfg, state) and not stop.requested:
             state, row, rollouts = train_step(cfg, sampler, policy, loss, est, probe, state)
             # ---- log: rollouts, held-out eval on its cadence, metrics, trackers, display, checkpoint --------
@@ -79,9 +79,7 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
             last = state.step >= cfg.steps or _budget_spent(cfg, state)
             if eval_due(cfg, state.step, state.tokens_total - row["rollout/tokens"], state.tokens_total, last):
                 start = time.perf_counter()
-                row.update(
-                    evaluate(cfg, sampler.engine, folder.path, eval_task, sampler.sampling.max_tokens, state.step)
-                )
+                row.update(evaluate(plan, sampler.engine, folder.path, state.step))
                 row["time/eval"] = time.perf_counter() - start
             folder.log(row)
             trackers.log(state.step, row)

@@ -199,5 +199,40 @@ def test_a_finished_run_made_at_a_default_learning_rate_that_has_since_moved_is_
     (run / "model").mkdir(parents=True)
     (run / "model" / "config.json").write_text("{}")
     runner.check_not_stale(replace(cell, train_settings=(*cell.train_settings, ("lr", 3e-4))), run)  # lr named: ok
-    with pytest.raises(BenchctlError, match=r"was trained at lr 0.0003, an earlier default; .* is now 7.5e-05"):
+    with pytest.raises(BenchctlError, match=r"was trained with lr 0.0003, this cell resolves it to 7.5e-05 now"):
         runner.check_not_stale(cell, run)  # DAPO's 16 updates a batch: 3e-4 / sqrt(16)
+
+
+def _finished_run(tmp_path, stored: dict):
+    """A finished run folder whose config.json holds `stored` ({key: value})."""
+    run = tmp_path / "runs" / "cell"
+    write_config(run, {k: {"value": v, "source": "flag"} for k, v in stored.items()})
+    (run / "model").mkdir(parents=True)
+    (run / "model" / "config.json").write_text("{}")
+    return run
+
+
+def test_a_run_is_judged_by_its_resolved_values_so_a_moved_default_is_stale_and_an_equal_explicit_one_is_not(tmp_path):
+    from benchctl.trainers import build_config
+    from benchctl.trainers.plan import record, resolve
+
+    cell = parse_matrix(SPEC).cells[0]
+    made = record(resolve(build_config(flag_values=cell.train_values())))  # the run the cell makes today
+    stored = {k: entry["value"] for k, entry in made.items()}
+    runner.check_not_stale(cell, _finished_run(tmp_path / "a", stored))  # the same run: fresh
+    explicit = {**stored, "max_tokens": stored["max_tokens_resolved"], "lr": stored["lr_resolved"]}
+    runner.check_not_stale(cell, _finished_run(tmp_path / "b", explicit))  # explicit values equal to the defaults
+    moved = {**stored, "max_tokens_resolved": 16}  # a run made when arith's default was 16 tokens
+    with pytest.raises(BenchctlError, match=r"trained with max_tokens 16, this cell resolves it to 8 now"):
+        runner.check_not_stale(cell, _finished_run(tmp_path / "c", moved))
+    default_moved = {**stored, "clip_high": 0.28}  # a setting the matrix file does not name, whose default moved
+    with pytest.raises(BenchctlError, match=r"trained with clip_high=0.28, the matrix file now says 0.2"):
+        runner.check_not_stale(cell, _finished_run(tmp_path / "d", default_moved))
+
+
+def test_a_run_recorded_before_its_resolved_values_is_judged_on_the_settings_it_recorded(tmp_path):
+    cell = parse_matrix(SPEC).cells[0]
+    old = {**cell.train_values(), "lr": None, "max_tokens": None, "loss": None}  # no *_resolved keys, no new settings
+    runner.check_not_stale(cell, _finished_run(tmp_path / "a", old))
+    with pytest.raises(BenchctlError, match=r"trained with steps=3, the matrix file now says 2"):
+        runner.check_not_stale(cell, _finished_run(tmp_path / "b", {**old, "steps": 3}))

@@ -10,7 +10,8 @@ from benchctl.cli import app
 from benchctl.errors import BenchctlError
 from benchctl.results.train_run import write_config
 from benchctl.trainers import RECIPES, TrainConfig, build_config
-from benchctl.trainers.config import config_record, parse_set, read_config_file, resolved_lr, resolved_max_tokens
+from benchctl.trainers.config import parse_set, read_config_file
+from benchctl.trainers.plan import config_warnings, record, resolve
 
 runner = CliRunner()
 
@@ -21,8 +22,8 @@ def test_precedence_is_default_then_recipe_then_file_then_flag_with_sources():
     assert (cfg.clip_high, cfg.sources["clip_high"]) == (0.3, "file")
     assert (cfg.group_size, cfg.sources["group_size"]) == (16, "flag")
     assert cfg.sources.get("seed", "default") == "default"
-    record = config_record(cfg)
-    assert record["loss_agg"] == {"value": "token-mean", "source": "recipe"}
+    stored = record(resolve(cfg))
+    assert stored["loss_agg"] == {"value": "token-mean", "source": "recipe"}
 
 
 @pytest.mark.parametrize("recipe", sorted(RECIPES))
@@ -74,11 +75,11 @@ def test_unreadable_or_non_mapping_config_files_are_one_line_errors(tmp_path, co
 
 
 def test_derived_defaults_depend_on_model_and_task():
-    assert resolved_max_tokens(TrainConfig()) == 8
-    assert resolved_max_tokens(TrainConfig(task="math500")) == 1024
-    assert resolved_max_tokens(TrainConfig(task="arith_mix")) == 20  # the task's max_new_tokens
-    assert resolved_lr(TrainConfig()) == 3e-4
-    assert resolved_lr(TrainConfig(model="Qwen/Qwen2.5-Math-1.5B")) == 1e-6
+    assert resolve(TrainConfig()).max_tokens == 8
+    assert resolve(TrainConfig(task="math500")).max_tokens == 1024
+    assert resolve(TrainConfig(task="arith_mix")).max_tokens == 20  # the task's max_new_tokens
+    assert resolve(TrainConfig()).lr == 3e-4
+    assert resolve(TrainConfig(model="Qwen/Qwen2.5-Math-1.5B")).lr == 1e-6
 
 
 BAD = [
@@ -156,7 +157,7 @@ def _fake_run(tmp_path, **values):
     run = tmp_path / "run"
     run.mkdir()
     cfg = build_config(flag_values=values)
-    (run / "config.json").write_text(json.dumps({"kind": "benchctl-train-run", "config": config_record(cfg)}))
+    (run / "config.json").write_text(json.dumps({"kind": "benchctl-train-run", "config": record(resolve(cfg))}))
     return run
 
 
@@ -201,20 +202,20 @@ def test_resume_may_change_the_trackers_and_the_sync_threshold_but_not_the_compu
 
 
 def test_a_logprob_chunk_without_micro_batches_and_bounds_without_a_correction_are_named_inert():
-    from benchctl.trainers.config import config_warnings, inert_settings
-
-    cfg = build_config(flag_values={"logprob_chunk_tokens": 64, "rollout_correction_high": 3.0})
-    assert inert_settings(cfg) == ["logprob_chunk_tokens=64", "rollout_correction_high=3.0"]
-    assert len(config_warnings(cfg)) == 2
-    acting = build_config(
-        flag_values={
-            "logprob_chunk_tokens": 64,
-            "micro_batch_tokens": 512,
-            "rollout_correction": "tis",
-            "rollout_correction_high": 3.0,
-        }
+    plan = resolve(build_config(flag_values={"logprob_chunk_tokens": 64, "rollout_correction_high": 3.0}))
+    assert plan.inert == ("logprob_chunk_tokens=64", "rollout_correction_high=3.0")
+    assert len(config_warnings(plan)) == 2
+    acting = resolve(
+        build_config(
+            flag_values={
+                "logprob_chunk_tokens": 64,
+                "micro_batch_tokens": 512,
+                "rollout_correction": "tis",
+                "rollout_correction_high": 3.0,
+            }
+        )
     )
-    assert inert_settings(acting) == [] and config_warnings(acting) == []
+    assert acting.inert == () and config_warnings(acting) == []
 
 
 def test_every_setting_is_a_train_flag_whose_help_is_the_fields_help():
@@ -242,15 +243,14 @@ def test_what_a_resume_may_change_is_read_from_the_field_metadata_and_threads_is
 
 
 def test_the_tiny_default_learning_rate_follows_the_square_root_rule_in_the_mini_batch_count():
-    assert resolved_lr(TrainConfig(mini_batches=4)) == pytest.approx(1.5e-4)
-    assert resolved_lr(build_config(flag_values={"recipe": "dapo"})) == pytest.approx(7.5e-5)  # 16 updates a batch
-    assert resolved_lr(TrainConfig(mini_batches=16, lr=3e-4)) == 3e-4  # a rate given is the rate used
-    assert resolved_lr(TrainConfig(model="Qwen/Qwen2.5-Math-1.5B", mini_batches=16)) == 1e-6  # the papers' rate
+    assert resolve(TrainConfig(mini_batches=4)).lr == pytest.approx(1.5e-4)
+    assert resolve(build_config(flag_values={"recipe": "dapo"})).lr == pytest.approx(7.5e-5)  # 16 updates a batch
+    assert resolve(TrainConfig(mini_batches=16, lr=3e-4)).lr == 3e-4  # a rate given is the rate used
+    assert resolve(TrainConfig(model="Qwen/Qwen2.5-Math-1.5B", mini_batches=16)).lr == 1e-6  # the papers' rate
 
 
 def test_a_resumed_run_keeps_the_default_learning_rate_it_started_with(tmp_path):
     cfg = build_config(flag_values={"recipe": "dapo", "out": str(tmp_path / "run")})
-    record = config_record(cfg, lr_resolved=3e-4)  # a run started when the default was 3e-4
-    write_config(tmp_path / "run", record)
+    write_config(tmp_path / "run", record(resolve(cfg), lr_resolved=3e-4))  # started when the default was 3e-4
     resumed = build_config(flag_values={"resume": str(tmp_path / "run")})
-    assert resolved_lr(resumed) == 3e-4 and resolved_lr(cfg) == pytest.approx(7.5e-5)
+    assert resolve(resumed).lr == 3e-4 and resolve(cfg).lr == pytest.approx(7.5e-5)

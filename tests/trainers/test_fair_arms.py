@@ -15,8 +15,8 @@ from benchctl.matrix.runner import check_cells, run_matrix
 from benchctl.matrix.spec import parse_matrix
 from benchctl.results.runs import ResolvedModel
 from benchctl.trainers import build_config
-from benchctl.trainers.build import eval_task_name, preflight, prepare_folder
-from benchctl.trainers.config import build_estimator
+from benchctl.trainers.build import preflight, prepare_folder
+from benchctl.trainers.plan import resolve
 
 runner = CliRunner()
 
@@ -53,8 +53,9 @@ def test_allow_overlap_lets_the_pair_through_and_is_recorded_in_config_json(monk
     assert result.exit_code == 0, result.output
     cfg = seen["cfg"]
     assert cfg.allow_overlap is True and cfg.sources["allow_overlap"] == "flag"
-    preflight(cfg)  # accepted: the trainer's refusal lets it through
-    run = prepare_folder(cfg, build_estimator(cfg), ResolvedModel("unused", "tiny", "tiny")).path
+    plan = resolve(cfg)
+    preflight(plan)  # accepted: the trainer's refusal lets it through
+    run = prepare_folder(plan, ResolvedModel("unused", "tiny", "tiny")).path
     record = json.loads((run / "config.json").read_text())["config"]  # what the trainer writes into the run
     assert record["allow_overlap"] == {"value": True, "source": "flag"}
     assert record["eval_task_resolved"]["value"] == "gsm8k"
@@ -64,7 +65,7 @@ def test_allow_overlap_lets_the_pair_through_and_is_recorded_in_config_json(monk
     "task, held_out", [("arith", "arith"), ("arith_steps", "arith_steps"), ("math_train", "math500")]
 )
 def test_the_default_eval_task_is_the_held_out_one(task, held_out):
-    assert eval_task_name(build_config(flag_values={"task": task, "eval_every": 5})) == held_out
+    assert resolve(build_config(flag_values={"task": task, "eval_every": 5})).eval_task == held_out
 
 
 @pytest.mark.parametrize("estimator", ["oar_g", "oar_p"])
@@ -74,8 +75,8 @@ def test_oar_is_refused_on_arith_whose_completion_is_the_answer(estimator, tmp_p
 
 
 def test_oar_is_accepted_on_arith_steps_and_other_estimators_on_arith():
-    preflight(build_config(flag_values={"task": "arith_steps", "estimator": "oar_g", "eval_every": 5}))
-    preflight(build_config(flag_values={"task": "arith", "estimator": "grpo", "eval_every": 5}))
+    preflight(resolve(build_config(flag_values={"task": "arith_steps", "estimator": "oar_g", "eval_every": 5})))
+    preflight(resolve(build_config(flag_values={"task": "arith", "estimator": "grpo", "eval_every": 5})))
 
 
 MATRIX = {"models": ["tiny"], "task": "arith", "estimators": {"grpo": {}}, "group_sizes": [4], "seeds": [1]}

@@ -7,22 +7,20 @@ import pytest
 from benchctl.errors import BenchctlError
 from benchctl.matrix import parse_matrix
 from benchctl.trainers import build_config
-from benchctl.trainers.config import config_warnings, loss_agg, resolved_loss
+from benchctl.trainers.plan import config_warnings, resolve
 
 
 def test_the_default_loss_is_ppo_clip_with_the_clip_settings_and_gspo_for_the_sequence_ratio():
-    assert resolved_loss(build_config(flag_values={"clip_high": 0.28})).label == "ppo_clip(clip_high=0.28)"
-    gspo = resolved_loss(build_config(flag_values={"recipe": "gspo"}))
+    assert resolve(build_config(flag_values={"clip_high": 0.28})).loss.label == "ppo_clip(clip_high=0.28)"
+    gspo = resolve(build_config(flag_values={"recipe": "gspo"})).loss
     assert gspo.name == "gspo" and (gspo.params.clip_low, gspo.params.clip_high) == (3e-4, 4e-4)
 
 
 def test_a_named_loss_is_parsed_and_brings_its_papers_aggregation_unless_one_is_set():
-    cfg = build_config(flag_values={"loss": "gspo(clip_high=5e-4)"})
-    assert resolved_loss(cfg).params.clip_high == 5e-4
-    est = __import__("benchctl.trainers.config", fromlist=["build_estimator"]).build_estimator(cfg)
-    assert loss_agg(cfg, est) == "seq-mean-token-mean"
-    cfg = build_config(flag_values={"loss": "gspo", "loss_agg": "token-mean"})
-    assert loss_agg(cfg, est) == "token-mean"
+    plan = resolve(build_config(flag_values={"loss": "gspo(clip_high=5e-4)", "estimator": "dr_grpo"}))
+    assert plan.loss.params.clip_high == 5e-4
+    assert plan.estimator.loss_agg == "seq-mean-token-sum-norm" and plan.loss_agg == "seq-mean-token-mean"
+    assert resolve(build_config(flag_values={"loss": "gspo", "loss_agg": "token-mean"})).loss_agg == "token-mean"
 
 
 @pytest.mark.parametrize(
@@ -35,18 +33,18 @@ def test_a_named_loss_is_parsed_and_brings_its_papers_aggregation_unless_one_is_
 )
 def test_bad_losses_and_clip_flags_beside_a_named_loss_are_one_line_errors(values, message):
     with pytest.raises(BenchctlError, match=message) as info:
-        build_config(flag_values=values)
+        resolve(build_config(flag_values=values))
     assert "\n" not in str(info.value)
 
 
 def test_a_loss_that_needs_several_updates_warns_with_one_step_per_batch():
-    lines = config_warnings(build_config(flag_values={"loss": "cispo"}))
+    lines = config_warnings(resolve(build_config(flag_values={"loss": "cispo"})))
     assert any("loss=cispo acts like gpg" in line for line in lines)
-    assert not config_warnings(build_config(flag_values={"loss": "cispo", "mini_batches": 2}))
+    assert not config_warnings(resolve(build_config(flag_values={"loss": "cispo", "mini_batches": 2})))
 
 
 def test_a_recipes_clip_range_is_named_inert_under_a_named_loss():
-    lines = config_warnings(build_config(flag_values={"recipe": "dapo", "loss": "cispo"}))
+    lines = config_warnings(resolve(build_config(flag_values={"recipe": "dapo", "loss": "cispo"})))
     assert any("clip_high=0.28" in line and "has its own parameters" in line for line in lines)
 
 

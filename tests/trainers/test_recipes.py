@@ -15,7 +15,7 @@ from benchctl.cli import app
 from benchctl.errors import BenchctlError
 from benchctl.results import train_run
 from benchctl.trainers import build_config, train
-from benchctl.trainers.config import config_record, config_warnings, inert_settings
+from benchctl.trainers.plan import config_warnings, record, resolve
 from benchctl.trainers.shaping import overlong_penalty
 
 runner = CliRunner()
@@ -50,21 +50,21 @@ def test_overlong_penalty_is_zero_when_shaping_is_off_and_keeps_the_shape():
 
 
 def test_dapo_recipe_buffer_is_a_fifth_of_max_tokens():
-    record = config_record(build_config(flag_values={"recipe": "dapo", "max_tokens": 20}))
-    assert record["overlong_buffer_resolved"]["value"] == 4  # 4096 / 20480 of DAPO §4.1
-    assert config_record(build_config(flag_values={}))["overlong_buffer_resolved"]["value"] == 0
+    stored = record(resolve(build_config(flag_values={"recipe": "dapo", "max_tokens": 20})))
+    assert stored["overlong_buffer_resolved"]["value"] == 4  # 4096 / 20480 of DAPO §4.1
+    assert record(resolve(build_config(flag_values={})))["overlong_buffer_resolved"]["value"] == 0
 
 
 def test_shaped_rewards_are_refused_for_estimators_that_need_binary_rewards():
     for estimator in ("passk", "a_grae", "w_reinforce"):
         with pytest.raises(BenchctlError, match="cannot train on shaped rewards"):
-            build_config(flag_values={"recipe": "dapo", "estimator": estimator})
-        build_config(flag_values={"recipe": "dapo", "estimator": estimator, "overlong_shaping": False})
+            resolve(build_config(flag_values={"recipe": "dapo", "estimator": estimator}))
+        resolve(build_config(flag_values={"recipe": "dapo", "estimator": estimator, "overlong_shaping": False}))
 
 
 def test_overlong_buffer_must_leave_room_below_max_tokens():
     with pytest.raises(BenchctlError, match="overlong_buffer=8 must be below max_tokens=8"):
-        build_config(flag_values={"recipe": "dapo", "overlong_buffer": 8})
+        resolve(build_config(flag_values={"recipe": "dapo", "overlong_buffer": 8}))
 
 
 # ---- recipes set the update structure ---------------------------------------------------------------------------
@@ -77,12 +77,12 @@ def test_recipe_mini_batches_are_capped_at_the_rows_of_a_small_batch():
 
 
 def test_clip_and_sequence_ratio_with_one_update_per_batch_are_named_inert():
-    cfg = build_config(flag_values={"recipe": "gspo", "mini_batches": 1})
-    assert inert_settings(cfg) == ["ratio=sequence", "clip_low=0.0003", "clip_high=0.0004"]
-    assert len(config_warnings(cfg)) == 1 and "cannot act" in config_warnings(cfg)[0]
-    assert config_record(cfg)["inert_settings"]["value"] == inert_settings(cfg)
-    assert inert_settings(build_config(flag_values={"recipe": "gspo"})) == []
-    assert inert_settings(build_config(flag_values={})) == []
+    plan = resolve(build_config(flag_values={"recipe": "gspo", "mini_batches": 1}))
+    assert plan.inert == ("ratio=sequence", "clip_low=0.0003", "clip_high=0.0004")
+    assert len(config_warnings(plan)) == 1 and "cannot act" in config_warnings(plan)[0]
+    assert record(plan)["inert_settings"]["value"] == list(plan.inert)
+    assert resolve(build_config(flag_values={"recipe": "gspo"})).inert == ()
+    assert resolve(build_config(flag_values={})).inert == ()
 
 
 def test_train_prints_one_warning_line_for_inert_settings(monkeypatch, tmp_path):
@@ -93,9 +93,9 @@ def test_train_prints_one_warning_line_for_inert_settings(monkeypatch, tmp_path)
 
 
 def test_avspo_under_dynamic_sampling_is_named_void_by_train_and_matrix_dry_run(monkeypatch, tmp_path):
-    cfg = build_config(flag_values={"recipe": "dapo", "estimator": "avspo"})
-    assert inert_settings(cfg) == ["estimator=avspo"] and "void" in config_warnings(cfg)[0]
-    assert inert_settings(build_config(flag_values={"recipe": "dapo", "estimator": "ha_dw"})) == []
+    plan = resolve(build_config(flag_values={"recipe": "dapo", "estimator": "avspo"}))
+    assert plan.inert == ("estimator=avspo",) and "void" in config_warnings(plan)[0]
+    assert resolve(build_config(flag_values={"recipe": "dapo", "estimator": "ha_dw"})).inert == ()
     matrix = tmp_path / "m.yaml"
     matrix.write_text("estimators: {grpo: {}, avspo: {}}\nrecipes: [dapo]\ngroup_sizes: [4]\ntrain: {steps: 1}\n")
     result = runner.invoke(app, ["matrix", "run", str(matrix), "--results", str(tmp_path / "res"), "--dry-run"])
@@ -113,16 +113,18 @@ def test_group_size_one_is_refused(tmp_path):
     assert result.exit_code == 2 and len(lines) == 1 and "needs group_size >= 2" in lines[0]
     assert not (tmp_path / "run").exists()
     for estimator in ("rloo", "w_reinforce", "ngrpo"):  # defined without group statistics
-        build_config(flag_values={"estimator": estimator, "group_size": 1})
+        resolve(build_config(flag_values={"estimator": estimator, "group_size": 1}))
     with pytest.raises(BenchctlError, match="needs group_size >= 2"):
-        build_config(flag_values={"estimator": "ha_dw", "estimator_params": {"base": "dr_grpo"}, "group_size": 1})
+        resolve(
+            build_config(flag_values={"estimator": "ha_dw", "estimator_params": {"base": "dr_grpo"}, "group_size": 1})
+        )
 
 
 def test_settings_that_leave_an_estimator_or_the_ratio_undefined_are_refused():
     with pytest.raises(BenchctlError, match="top_p=0.9 < 1 cannot train"):
-        build_config(flag_values={"top_p": 0.9})
+        resolve(build_config(flag_values={"top_p": 0.9}))
     with pytest.raises(BenchctlError, match="k=4 is out of range for G=2"):
-        build_config(flag_values={"estimator": "passk", "group_size": 2})
+        resolve(build_config(flag_values={"estimator": "passk", "group_size": 2}))
 
 
 # ---- the update: GSPO and DAPO act ---------------------------------------------------------------------------------
