@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.report.config import ReportConfig
-from benchctl.report.stats import comparisons_table, crossed_estimate, seed_matrix
+from benchctl.report.stats import comparisons_table
 from benchctl.report.tuning import select_settings
 
 PROBLEMS, SAMPLES = 200, 16
@@ -45,73 +45,71 @@ RULES = ("all seeds", "leave-one-seed-out, independent seeds", "leave-one-seed-o
 def simulate(rng: np.random.Generator, seeds: int, arm_lrs: tuple = ARM_LRS, effect: float = 0.0):
     """One replication as the report's data: runs (arm, task, seed, lr) and per-problem pass@1 on arith_val and
     arith; the arm's runs `effect` higher on the logit scale."""
-    difficulty = {t: rng.normal(0.0, 1.5, PROBLEMS) for t in ("arith", "arith_val")}  # (P,)
+    runs = pd.DataFrame(
+        [{"arm": arm, "lr": lr, "seed": s} for arm, lrs in (("new", arm_lrs), ("grpo", BASE_LRS)) for lr in lrs
+         for s in range(seeds)]
+    ).assign(estimator_label=lambda r: r["arm"], task="arith")  # fmt: skip
+    runs.insert(0, "run_id", np.arange(len(runs)))
     seed_effect = rng.normal(0.0, SD_SEED, seeds)  # (S,)
-    runs, problems = [], []
-    for arm, lrs, shift in (("new", arm_lrs, effect), ("grpo", BASE_LRS, 0.0)):
-        for lr in lrs:
-            for s in range(seeds):
-                run_id, luck = len(runs), rng.normal(0.0, SD_RUN) + seed_effect[s] + shift
-                runs.append(
-                    {"run_id": run_id, "arm": arm, "estimator_label": arm, "task": "arith", "seed": s, "lr": lr}
-                )
-                for task, a in difficulty.items():
-                    logit = a + luck + rng.normal(0.0, SD_NOISE, PROBLEMS)  # (P,)
-                    value = rng.binomial(SAMPLES, 1 / (1 + np.exp(-logit))) / SAMPLES
-                    problems.append(pd.DataFrame({"run_id": run_id, "eval_task": task, "k": 1, "value": value,
-                                                  "problem_id": np.arange(PROBLEMS)}))  # fmt: skip
+    luck = rng.normal(0.0, SD_RUN, len(runs)) + seed_effect[runs["seed"]] + effect * (runs["arm"] == "new")  # (R,)
+    frames = []
+    for task in ("arith_val", "arith"):
+        difficulty = rng.normal(0.0, 1.5, PROBLEMS)  # (P,)
+        logit = difficulty + luck.to_numpy()[:, None] + rng.normal(0.0, SD_NOISE, (len(runs), PROBLEMS))  # (R, P)
+        value = rng.binomial(SAMPLES, 1 / (1 + np.exp(-logit))) / SAMPLES  # (R, P)
+        frames.append(pd.DataFrame({"run_id": np.repeat(runs["run_id"].to_numpy(), PROBLEMS), "eval_task": task,
+                                    "k": 1, "value": value.ravel(), "problem_id": np.tile(np.arange(PROBLEMS),
+                                    len(runs))}))  # fmt: skip
     return SimpleNamespace(
-        runs=pd.DataFrame(runs), problems=pd.concat(problems, ignore_index=True), metrics=pd.DataFrame(),
+        runs=runs, problems=pd.concat(frames, ignore_index=True), metrics=pd.DataFrame(),
         eval_curve=pd.DataFrame(), notes=[], group_by=("arm",), arm_column="arm", asked=None,
     )  # fmt: skip
 
 
-def _copy(data) -> SimpleNamespace:
-    """select_settings filters in place: each rule gets its own view of the replication."""
-    return SimpleNamespace(**{**vars(data), "notes": []})
-
-
-def _test_estimate(data):
-    """(diff, p) of `crossed_estimate` on the arm - baseline problems x seeds matrix of the test task at k = 1."""
-    test = data.problems[data.problems["eval_task"] == "arith"].merge(data.runs[["run_id", "arm", "seed"]])
-    new, base = (seed_matrix(test[test["arm"] == arm]) for arm in ("new", "grpo"))
-    est = crossed_estimate((new - base).dropna().to_numpy(), CONFIG.confidence, CONFIG.population)
-    return est.mean, est.p_value
-
-
-def all_seeds(data):
-    """The replaced rule: each arm's setting with the best mean validation score over all seeds, all seeds tested."""
-    val = data.problems[data.problems["eval_task"] == "arith_val"].merge(data.runs)
-    best = val.groupby(["arm", "lr"])["value"].mean().groupby("arm").idxmax()
-    keep = data.runs[[data.runs["lr"][i] == best[a][1] for i, a in zip(data.runs.index, data.runs["arm"])]]
-    return _test_estimate(SimpleNamespace(runs=keep, problems=data.problems))
-
-
-def cross_fit_independent(data):
-    """The report's leave-one-seed-out choice, its per-seed differences taken as independent."""
-    data = _copy(data)
-    select_settings(data, None, CONFIG.baseline)
-    return _test_estimate(data)
-
-
-def report(data, tuning_seeds: tuple = ()):
-    """`benchctl report`'s path: select_settings, then comparisons_table's primary row (diff, p; p NaN when the
-    comparison has too few seeds)."""
-    data = _copy(data)
-    select_settings(data, None, CONFIG.baseline, tuning_seeds)
+def _primary(data) -> tuple[float, float]:
+    """(diff, p) of comparisons_table's primary row (p NaN when the comparison has too few seeds)."""
     row = comparisons_table(data, CONFIG).iloc[0]
     return row["diff"], row["p_value"]
 
 
-def measure(reps: int, seeds: int, arm_settings: int, effect: float) -> dict:
-    """{rule: (R, 2) array of (diff, p)} over `reps` replications (generator seed 0)."""
+def all_seeds(data) -> tuple[float, float]:
+    """The replaced rule: each arm's setting with the best mean validation score over all seeds, all seeds tested
+    (then the report's comparison)."""
+    val = data.problems[data.problems["eval_task"] == "arith_val"].merge(data.runs)
+    best = val.groupby(["arm", "lr"])["value"].mean().groupby("arm").idxmax().map(lambda key: key[1])
+    runs = data.runs[data.runs["lr"] == data.runs["arm"].map(best)]
+    problems = data.problems[data.problems["run_id"].isin(runs["run_id"]) & (data.problems["eval_task"] == "arith")]
+    return _primary(SimpleNamespace(**{**vars(data), "runs": runs, "problems": problems, "notes": []}))
+
+
+def cross_fit(data) -> list[tuple[float, float]]:
+    """`benchctl report`'s path: select_settings, then comparisons_table; once with the seeds taken as independent
+    (the re-choices left out: the variance before the jackknife), once as the report does."""
+    data = SimpleNamespace(**{**vars(data), "notes": []})  # select_settings filters in place
+    select_settings(data, None, CONFIG.baseline)
+    return [_primary(SimpleNamespace(**{**vars(data), "refits": None})), _primary(data)]
+
+
+def held_apart(data) -> tuple[float, float]:
+    """The report's option --tuning-seeds 0: seed 0 chooses, the other seeds are tested."""
+    data = SimpleNamespace(**{**vars(data), "notes": []})
+    select_settings(data, None, CONFIG.baseline, (0,))
+    return _primary(data)
+
+
+def measure(reps: int, seeds: int, arm_settings: int, effect: float, rules: tuple = RULES) -> dict:
+    """{rule: (R, 2) array of (diff, p)} over `reps` replications (generator seed 0) for the `rules` asked."""
     rng = np.random.default_rng(0)
-    rules = (all_seeds, cross_fit_independent, report, lambda d: report(d, (0,)))
-    found = {name: [] for name in RULES}
+    found = {name: [] for name in rules}
     for _ in range(reps):
         data = simulate(rng, seeds, ARM_LRS[:arm_settings], effect)
-        for name, rule in zip(RULES, rules):
-            found[name].append(rule(data))
+        got = dict(zip(RULES[1:3], cross_fit(data)))
+        if RULES[0] in rules:
+            got[RULES[0]] = all_seeds(data)
+        if RULES[3] in rules:
+            got[RULES[3]] = held_apart(data)
+        for name in rules:
+            found[name].append(got[name])
     return {name: np.array(rows, dtype=float) for name, rows in found.items()}
 
 
@@ -121,10 +119,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--effect", type=float, default=0.0, help="the arm's logit shift (0: the null)")
     parser.add_argument("--arm-settings", type=int, default=len(ARM_LRS), help="1: no sweep (the test's own level)")
+    parser.add_argument("--all-seeds", action="store_true", help="also the replaced rule (choice on all seeds)")
+    parser.add_argument("--held-apart", action="store_true", help="also --tuning-seeds 0")
     args = parser.parse_args()
+    rules = tuple(r for r, on in zip(RULES, (args.all_seeds, True, True, args.held_apart)) if on)
     gc.freeze()  # the imported modules stay out of the collections statsmodels triggers per comparison
     start = time.perf_counter()
-    found = measure(args.reps, args.seeds, args.arm_settings, args.effect)
+    found = measure(args.reps, args.seeds, args.arm_settings, args.effect, rules)
     head = f"arm sweeps {args.arm_settings} settings, baseline {len(BASE_LRS)}; {args.seeds} seeds, {args.reps} reps"
     print(f"{head}; effect {args.effect} logit; rejects: p < 0.05{' in its direction' if args.effect else ''}")
     print(f"{'rule':<40} {'diff (points)':>13} {'se':>5} {'rejects':>8} {'mc se':>6} {'tested':>7}")

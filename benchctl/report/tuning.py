@@ -153,8 +153,8 @@ def _choices(runs: pd.DataFrame, at_k: pd.DataFrame, unit: list[str], tuning_see
         chosen = choose_per_seed(val, has_run, tuning_seeds)
         for seed, choice in chosen.items():
             out[(key, seed)] = choice
-        if any(method != LOO for _, method in chosen.values()):
-            continue  # held apart: the choice is independent of every tested seed; in-sample: no test
+        if len(has_run) < 2 or any(method != LOO for _, method in chosen.values()):
+            continue  # one setting, or held apart: no choice depends on a tested seed; in-sample: no test
         for left_out in has_run.columns:
             for seed, (setting, _) in choose_per_seed(val, has_run, without=left_out).items():
                 replicates[(key, left_out, seed)] = setting
