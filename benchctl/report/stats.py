@@ -17,7 +17,9 @@ Statistics [our choices, stated in every output]:
 * difference to the baseline: D = X_arm - X_base on the seeds both arms ran (paired by seed) and the problems
   both evaluated (paired by problem), in the same context (equal values of the group-by columns other than the
   arm).  diff = mean(D), CI diff +- t(df) se(D), two-sided p = 2 P(T(df) > |diff| / se(D)).  seed_std: standard
-  deviation of the per-seed differences.  Fewer than 3 common seeds (`MIN_SEEDS`): the estimate is shown,
+  deviation of the per-seed differences.  An arm whose swept setting was chosen leave-one-seed-out: the seed part
+  of the variance is the delete-one-seed jackknife of the choice (`tuning.cross_fit_seed_variance`), not
+  var(seed means) / S.  Fewer than 3 common seeds (`MIN_SEEDS`): the estimate is shown,
   marked too_few_seeds, with no p-value and no significance (one seed: no CI either).
 * primary family: the comparisons at k = `--primary-k` (default 1) with enough seeds, over arms x tasks x
   contexts; Holm's step-down correction (`statsmodels.stats.multitest.multipletests(method="holm")`) at family-wise
