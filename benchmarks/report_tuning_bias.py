@@ -1,105 +1,143 @@
-"""Seed luck in the choice of a swept setting: the bias of the arm - baseline difference under a null.
+"""Seed luck in the choice of a swept setting: bias, level and power of the arm - baseline comparison, measured
+through the report's own code (`benchctl.report.tuning.select_settings`, then `benchctl.report.stats.
+comparisons_table`, as `benchctl report` calls them).
 
-All settings are truly equal. The arm sweeps 4 learning rates, the baseline runs 1; every run has its own luck
-(a logit shift shared by its validation and test scores), every seed a data-order effect shared by all runs of
-that seed, and every (run, problem) its own noise; pass@1 is the mean of n = 16 Bernoulli samples on 200
-validation and 200 test problems. The old rule chose each arm's setting on all seeds' validation scores, so a
-lucky run wins both validation and test; the report's rule (`benchctl.report.tuning.select_settings`, called
-here as the report calls it) chooses, for seed s, on the other seeds only. Truth: difference 0.
+The arm sweeps 4 learning rates, the baseline runs 1; every run has its own luck (a logit shift shared by its
+validation and test scores), every seed a data-order effect shared by all runs of that seed, and every (run,
+problem) its own noise; pass@1 is the mean of n = 16 Bernoulli samples on 200 validation and 200 test problems.
+Null (`--effect 0`): every setting truly equal, truth 0.  `--effect d`: every setting of the arm is d higher on
+the logit scale (validation and test), for the power.  Rules:
 
-Target (docs/report.md, "Choosing a swept setting"): |mean bias| <= 0.5 points with the report's rule.
-Run: `.venv/bin/python benchmarks/report_tuning_bias.py [--reps 300] [--seeds 5]` (about 30 s per 100 reps).
+* all seeds: each arm's setting chosen on all seeds' validation scores, every seed tested at it (the rule the
+  report replaced; the comparison's numbers by `stats.crossed_estimate`, as the report computes them);
+* leave-one-seed-out, independent seeds: the report's cross-fit with the per-seed differences taken as
+  independent (`crossed_estimate` of the comparison's problems x seeds matrix, the report's variance before the
+  jackknife);
+* leave-one-seed-out (the report: `comparisons_table`, its variance the delete-one-seed jackknife of the choice);
+* held-apart seed 0 (`--tuning-seeds 0`, through `comparisons_table`).
+
+"rejects": the primary comparison's p-value < 0.05 (Holm over a family of one), in the direction of the truth
+when there is an effect.  Run: `.venv/bin/python benchmarks/report_tuning_bias.py [--reps 2000] [--seeds 5]
+[--effect 0.1] [--arm-settings 1]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import time
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from benchctl.report.stats import crossed_estimate
+from benchctl.report.config import ReportConfig
+from benchctl.report.stats import comparisons_table
 from benchctl.report.tuning import select_settings
 
 PROBLEMS, SAMPLES = 200, 16
 ARM_LRS, BASE_LRS = (1e-5, 3e-5, 1e-4, 3e-4), (1e-4,)
 SD_RUN, SD_SEED, SD_NOISE = 0.25, 0.1, 0.3  # logit scale: run luck, seed (data order), run x problem
+CONFIG = ReportConfig(inputs=("simulated",), baseline="grpo")  # the report's defaults: problems, 95%, k = 1
+RULES = ("all seeds", "leave-one-seed-out, independent seeds", "leave-one-seed-out (report)", "held-apart seed 0")
 
 
-def simulate(rng: np.random.Generator, seeds: int, arm_lrs: tuple = ARM_LRS) -> SimpleNamespace:
-    """One null replication as the report's data: runs (arm, task, seed, lr) and per-problem pass@1."""
-    difficulty = {t: rng.normal(0.0, 1.5, PROBLEMS) for t in ("arith", "arith_val")}  # (P,)
-    seed_effect = rng.normal(0.0, SD_SEED, seeds)
-    runs, problems = [], []
-    for arm, lrs in (("new", arm_lrs), ("grpo", BASE_LRS)):
-        for lr in lrs:
-            for s in range(seeds):
-                run_id, luck = len(runs), rng.normal(0.0, SD_RUN) + seed_effect[s]
-                runs.append(
-                    {"run_id": run_id, "arm": arm, "estimator_label": arm, "task": "arith", "seed": s, "lr": lr}
-                )
-                for task, a in difficulty.items():
-                    logit = a + luck + rng.normal(0.0, SD_NOISE, PROBLEMS)  # (P,)
-                    value = rng.binomial(SAMPLES, 1 / (1 + np.exp(-logit))) / SAMPLES
-                    problems.append(pd.DataFrame({"run_id": run_id, "eval_task": task, "k": 1, "value": value,
-                                                  "problem_id": np.arange(PROBLEMS)}))  # fmt: skip
+def simulate(rng: np.random.Generator, seeds: int, arm_lrs: tuple = ARM_LRS, effect: float = 0.0):
+    """One replication as the report's data: runs (arm, task, seed, lr) and per-problem pass@1 on arith_val and
+    arith; the arm's runs `effect` higher on the logit scale."""
+    runs = pd.DataFrame(
+        [{"arm": arm, "lr": lr, "seed": s} for arm, lrs in (("new", arm_lrs), ("grpo", BASE_LRS)) for lr in lrs
+         for s in range(seeds)]
+    ).assign(estimator_label=lambda r: r["arm"], task="arith")  # fmt: skip
+    runs.insert(0, "run_id", np.arange(len(runs)))
+    seed_effect = rng.normal(0.0, SD_SEED, seeds)  # (S,)
+    luck = rng.normal(0.0, SD_RUN, len(runs)) + seed_effect[runs["seed"]] + effect * (runs["arm"] == "new")  # (R,)
+    frames = []
+    for task in ("arith_val", "arith"):
+        difficulty = rng.normal(0.0, 1.5, PROBLEMS)  # (P,)
+        logit = difficulty + luck.to_numpy()[:, None] + rng.normal(0.0, SD_NOISE, (len(runs), PROBLEMS))  # (R, P)
+        value = rng.binomial(SAMPLES, 1 / (1 + np.exp(-logit))) / SAMPLES  # (R, P)
+        frames.append(pd.DataFrame({"run_id": np.repeat(runs["run_id"].to_numpy(), PROBLEMS), "eval_task": task,
+                                    "k": 1, "value": value.ravel(), "problem_id": np.tile(np.arange(PROBLEMS),
+                                    len(runs))}))  # fmt: skip
     return SimpleNamespace(
-        runs=pd.DataFrame(runs), problems=pd.concat(problems, ignore_index=True), metrics=pd.DataFrame(),
-        eval_curve=pd.DataFrame(), notes=[], group_by=("arm",), arm_column="arm",
+        runs=runs, problems=pd.concat(frames, ignore_index=True), metrics=pd.DataFrame(),
+        eval_curve=pd.DataFrame(), notes=[], group_by=("arm",), arm_column="arm", asked=None,
     )  # fmt: skip
 
 
-def test_matrix(data, keep: dict) -> np.ndarray:
-    """(P, S) arm - baseline pass@1 on the test task from the runs `keep` names per arm (run ids)."""
-    test = data.problems[data.problems["eval_task"] == "arith"].merge(data.runs[["run_id", "arm", "seed"]])
-    wide = {
-        arm: test[test["run_id"].isin(ids)].pivot_table(index="problem_id", columns="seed", values="value")
-        for arm, ids in keep.items()
-    }
-    return (wide["new"] - wide["grpo"]).to_numpy()
+def _primary(data) -> tuple[float, float]:
+    """(diff, p) of comparisons_table's primary row (p NaN when the comparison has too few seeds)."""
+    row = comparisons_table(data, CONFIG).iloc[0]
+    return row["diff"], row["p_value"]
 
 
-def old_rule(data) -> dict:
-    """Each arm's setting with the best mean validation score over all seeds; all its runs tested."""
+def all_seeds(data) -> tuple[float, float]:
+    """The replaced rule: each arm's setting with the best mean validation score over all seeds, all seeds tested
+    (then the report's comparison)."""
     val = data.problems[data.problems["eval_task"] == "arith_val"].merge(data.runs)
-    best = val.groupby(["arm", "lr"])["value"].mean().groupby("arm").idxmax()
-    return {arm: set(data.runs[(data.runs["arm"] == arm) & (data.runs["lr"] == best[arm][1])]["run_id"])
-            for arm in ("new", "grpo")}  # fmt: skip
+    best = val.groupby(["arm", "lr"])["value"].mean().groupby("arm").idxmax().map(lambda key: key[1])
+    runs = data.runs[data.runs["lr"] == data.runs["arm"].map(best)]
+    problems = data.problems[data.problems["run_id"].isin(runs["run_id"]) & (data.problems["eval_task"] == "arith")]
+    return _primary(SimpleNamespace(**{**vars(data), "runs": runs, "problems": problems, "notes": []}))
 
 
-def new_rule(data, tuning_seeds: tuple = ()) -> dict:
-    """The report's rule: select_settings filters data.runs to the run chosen for each seed."""
-    data = SimpleNamespace(**vars(data))  # select_settings filters in place; keep the replication for the next rule
-    data.notes = []
-    select_settings(data, None, "grpo", tuning_seeds)
-    return {arm: set(data.runs[data.runs["arm"] == arm]["run_id"]) for arm in ("new", "grpo")}
+def cross_fit(data) -> list[tuple[float, float]]:
+    """`benchctl report`'s path: select_settings, then comparisons_table; once with the seeds taken as independent
+    (the re-choices left out: the variance before the jackknife), once as the report does."""
+    data = SimpleNamespace(**{**vars(data), "notes": []})  # select_settings filters in place
+    select_settings(data, None, CONFIG.baseline)
+    return [_primary(SimpleNamespace(**{**vars(data), "refits": None})), _primary(data)]
 
 
-def held_apart_rule(data) -> dict:
+def held_apart(data) -> tuple[float, float]:
     """The report's option --tuning-seeds 0: seed 0 chooses, the other seeds are tested."""
-    return new_rule(data, (0,))
+    data = SimpleNamespace(**{**vars(data), "notes": []})
+    select_settings(data, None, CONFIG.baseline, (0,))
+    return _primary(data)
+
+
+def measure(reps: int, seeds: int, arm_settings: int, effect: float, rules: tuple = RULES) -> dict:
+    """{rule: (R, 2) array of (diff, p)} over `reps` replications (generator seed 0) for the `rules` asked."""
+    rng = np.random.default_rng(0)
+    found = {name: [] for name in rules}
+    for _ in range(reps):
+        data = simulate(rng, seeds, ARM_LRS[:arm_settings], effect)
+        got = dict(zip(RULES[1:3], cross_fit(data)))
+        if RULES[0] in rules:
+            got[RULES[0]] = all_seeds(data)
+        if RULES[3] in rules:
+            got[RULES[3]] = held_apart(data)
+        for name in rules:
+            found[name].append(got[name])
+    return {name: np.array(rows, dtype=float) for name, rows in found.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--effect", type=float, default=0.0, help="the arm's logit shift (0: the null)")
     parser.add_argument("--arm-settings", type=int, default=len(ARM_LRS), help="1: no sweep (the test's own level)")
+    parser.add_argument("--all-seeds", action="store_true", help="also the replaced rule (choice on all seeds)")
+    parser.add_argument("--held-apart", action="store_true", help="also --tuning-seeds 0")
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    found = {"old (all seeds)": [], "new (leave-one-seed-out)": [], "held-apart seed 0": []}
-    for _ in range(args.reps):
-        data = simulate(rng, args.seeds, ARM_LRS[: args.arm_settings])
-        for name, rule in zip(found, (old_rule, new_rule, held_apart_rule)):
-            est = crossed_estimate(test_matrix(data, rule(data)), 0.95)
-            found[name].append((est.mean, est.low > 0 or est.high < 0))
-    head = f"null, arm sweeps {args.arm_settings} settings, baseline {len(BASE_LRS)}; {args.seeds} seeds"
-    print(f"{head}, {args.reps} reps; truth 0; rejects: 95% interval of the report's test excludes 0")
-    print(f"{'rule':<26} {'bias (points)':>14} {'se':>6} {'rejects at 5%':>14}")
+    rules = tuple(r for r, on in zip(RULES, (args.all_seeds, True, True, args.held_apart)) if on)
+    gc.freeze()  # the imported modules stay out of the collections statsmodels triggers per comparison
+    start = time.perf_counter()
+    found = measure(args.reps, args.seeds, args.arm_settings, args.effect, rules)
+    head = f"arm sweeps {args.arm_settings} settings, baseline {len(BASE_LRS)}; {args.seeds} seeds, {args.reps} reps"
+    print(f"{head}; effect {args.effect} logit; rejects: p < 0.05{' in its direction' if args.effect else ''}")
+    print(f"{'rule':<40} {'diff (points)':>13} {'se':>5} {'rejects':>8} {'mc se':>6} {'tested':>7}")
     for name, rows in found.items():
-        diffs, rejects = np.array([r[0] for r in rows]) * 100, np.mean([r[1] for r in rows]) * 100
-        print(f"{name:<26} {diffs.mean():>+14.2f} {diffs.std(ddof=1) / np.sqrt(len(diffs)):>6.2f} {rejects:>13.1f}%")
+        diffs, p = rows[:, 0] * 100, rows[:, 1]
+        tested = np.isfinite(p)
+        hit = (p < 0.05) & (np.sign(diffs) == np.sign(args.effect) if args.effect else True)
+        rate = hit[tested].mean() if tested.any() else np.nan
+        mc = np.sqrt(rate * (1 - rate) / max(tested.sum(), 1))
+        se = diffs.std(ddof=1) / np.sqrt(len(diffs))
+        print(f"{name:<40} {diffs.mean():>+13.2f} {se:>5.2f} {rate:>8.1%} {mc:>6.1%} {tested.mean():>7.0%}")
+    print(f"({time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     settings: pd.DataFrame | None = None  # the swept-setting sensitivity (benchctl.report.tuning)
     asked: pd.DataFrame | None = None  # every run listed, any status, with `arm` (module docstring)
+    refits: pd.DataFrame | None = None  # test values of each delete-one-seed re-choice (benchctl.report.tuning)
 
 
 def _runs_frame(config: ReportConfig) -> pd.DataFrame:

@@ -17,7 +17,9 @@ Statistics [our choices, stated in every output]:
 * difference to the baseline: D = X_arm - X_base on the seeds both arms ran (paired by seed) and the problems
   both evaluated (paired by problem), in the same context (equal values of the group-by columns other than the
   arm).  diff = mean(D), CI diff +- t(df) se(D), two-sided p = 2 P(T(df) > |diff| / se(D)).  seed_std: standard
-  deviation of the per-seed differences.  Fewer than 3 common seeds (`MIN_SEEDS`): the estimate is shown,
+  deviation of the per-seed differences.  An arm whose swept setting was chosen leave-one-seed-out: the seed part
+  of the variance is the delete-one-seed jackknife of the choice (`tuning.cross_fit_seed_variance`), not
+  var(seed means) / S.  Fewer than 3 common seeds (`MIN_SEEDS`): the estimate is shown,
   marked too_few_seeds, with no p-value and no significance (one seed: no CI either).
 * primary family: the comparisons at k = `--primary-k` (default 1) with enough seeds, over arms x tasks x
   contexts; Holm's step-down correction (`statsmodels.stats.multitest.multipletests(method="holm")`) at family-wise
@@ -53,6 +55,7 @@ from statsmodels.stats.multitest import multipletests
 from benchctl.report.config import ReportConfig
 from benchctl.report.load import ReportData
 from benchctl.report.lost_seeds import lost_seeds
+from benchctl.report.tuning import cross_fit_seed_variance
 
 PHASES = ("time/rollout", "time/reward", "time/advantage", "time/logprobs", "time/update", "time/sync", "time/eval")
 
@@ -105,7 +108,7 @@ def mean_squares(values: np.ndarray) -> tuple[np.ndarray, ...]:
     return grand, ms_seed, ms_prob, ms_err
 
 
-def crossed_variance(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def crossed_variance(values: np.ndarray, seed_variance=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """values (..., P, S), P and S >= 2 -> (mean, Var(mean), df), vectorised over the leading axes.
 
     Var(mean) = sigma2_seed / S + sigma2_problem / P + sigma2_error / (S P) = (MS_s + MS_p - MS_e) / (S P), with
@@ -113,9 +116,12 @@ def crossed_variance(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     t's variance for this fixed problem set.  df: Satterthwaite (1946) for that sum, with MS_s at its upper
     DF_SEED_BOUND confidence limit (chi-square, S - 1 df) where that gives fewer: a seed mean square that is small
     by chance would otherwise also buy the most df (over 5% false positives at 3 seeds; docs/report.md); at least
-    min(S, P) - 1."""
+    min(S, P) - 1.  `seed_variance` (a swept setting chosen leave-one-seed-out: the jackknife of
+    `tuning.cross_fit_seed_variance`) replaces MS_s / (S P), the seed part, and enters the df as MS_s does."""
     n_prob, n_seed = values.shape[-2:]
     grand, ms_seed, ms_prob, ms_err = mean_squares(values)
+    if seed_variance is not None:
+        ms_seed = np.asarray(seed_variance, dtype=np.float64) * n_seed * n_prob
     prob_part = np.maximum(ms_prob - ms_err, 0.0)  # S sigma2_problem, estimated
     rest = np.where(prob_part > 0, ms_prob**2 / (n_prob - 1) + ms_err**2 / ((n_seed - 1) * (n_prob - 1)), 0.0)
     bound = ms_seed * (n_seed - 1) / stats.chi2.ppf(1 - DF_SEED_BOUND, n_seed - 1)
@@ -126,28 +132,33 @@ def crossed_variance(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return grand, total / (n_seed * n_prob), np.where(total > 0, np.fmax(df, floor), n_seed - 1.0)
 
 
-def _variance(values: np.ndarray, population: str) -> tuple[float, float]:
+def _variance(values: np.ndarray, population: str, seed_variance=None) -> tuple[float, float]:
     """(Var(mean), df) of a (P, S) matrix; NaN where the design cannot say (one seed with a fixed problem set)."""
     n_prob, n_seed = values.shape
     seed_means = values.mean(axis=0)  # (S,)
     if n_seed > 1 and (population == "fixed" or n_prob == 1):  # paired t on per-seed means
-        return float(seed_means.var(ddof=1)) / n_seed, float(n_seed - 1)
+        seed_part = float(seed_means.var(ddof=1)) / n_seed if seed_variance is None else seed_variance
+        return seed_part, float(n_seed - 1)
     if n_seed > 1:
-        _, var, df = crossed_variance(values)
+        _, var, df = crossed_variance(values, seed_variance)
         return float(var), float(df)
     if n_prob > 1 and population == "problems":  # one seed: the problems only, marked by the caller
         return float(values.mean(axis=1).var(ddof=1)) / n_prob, float(n_prob - 1)
     return np.nan, np.nan
 
 
-def crossed_estimate(values: np.ndarray, confidence: float, population: str = "problems") -> Estimate:
+def crossed_estimate(
+    values: np.ndarray, confidence: float, population: str = "problems", seed_variance: float | None = None
+) -> Estimate:
     """values (P, S): problems x seeds, crossed.  population "problems": Var(mean) and df of `crossed_variance`
     (new problems like these and new seeds); "fixed": a paired t on the per-seed means (this problem set, new
-    seeds), exact.  One seed: the problems only ("problems") or nothing ("fixed").  See the module doc."""
+    seeds), exact.  One seed: the problems only ("problems") or nothing ("fixed").  `seed_variance`: the seed
+    part of Var(mean) when the seeds are not independent (a cross-fitted setting choice), in place of
+    var(seed means) / S.  See the module doc."""
     values = np.asarray(values, dtype=np.float64)
     mean = float(values.mean()) if values.size else np.nan
     seed_std = float(values.mean(axis=0).std(ddof=1)) if values.shape[1] > 1 else np.nan
-    var, df = _variance(values, population) if values.size else (np.nan, np.nan)
+    var, df = _variance(values, population, seed_variance) if values.size else (np.nan, np.nan)
     if not np.isfinite(var):
         return Estimate(mean, np.nan, np.nan, np.nan, seed_std, np.nan)
     if var == 0.0:  # every problem and seed gives the same value
@@ -250,7 +261,8 @@ def passk_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     frame = _with_runs(data, ["arm", "seed"])
     for (arm, task, k), part in frame.groupby(["arm", "eval_task", "k"], sort=True):
         wide = seed_matrix(part)
-        est = crossed_estimate(wide.to_numpy(), config.confidence, config.population)
+        jack = cross_fit_seed_variance(getattr(data, "refits", None), arm, None, task, k, wide, None)
+        est = crossed_estimate(wide.to_numpy(), config.confidence, config.population, jack)
         expected, lost = lost_seeds(_asked(data, arm), None, wide.columns, arm)
         rows.append(
             {
@@ -347,7 +359,9 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
         if not seeds or len(probs) == 0:
             continue
         av, bv = a.loc[probs, seeds].to_numpy(), b.loc[probs, seeds].to_numpy()  # (P, S) each
-        est = crossed_estimate(av - bv, config.confidence, config.population)
+        refits = getattr(data, "refits", None)  # a setting chosen leave-one-seed-out: the jackknife's seed part
+        jack = cross_fit_seed_variance(refits, arm, base, task, k, a.loc[probs, seeds], b.loc[probs, seeds])
+        est = crossed_estimate(av - bv, config.confidence, config.population, jack)
         few = len(seeds) < MIN_SEEDS
         arm_state, base_state = arm_health(data.runs, arm, seeds), arm_health(data.runs, base, seeds)
         expected, lost = lost_seeds(_asked(data, arm), _asked(data, base), seeds, base)

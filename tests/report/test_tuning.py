@@ -146,3 +146,70 @@ def test_runs_without_a_training_task_column_are_chosen_per_arm_on_the_select_on
     settings = select_settings(data, "v")
     assert sorted(data.runs["lr"]) == [3e-4] * 3 and set(data.problems["eval_task"]) == {"t"}
     assert settings.set_index("setting")["chosen_for_seeds"].to_dict() == {"lr=0.0003": "0,1,2", "lr=0.0001": ""}
+
+
+def test_a_seed_left_out_of_the_procedure_neither_chooses_nor_is_tested():
+    from benchctl.report.tuning import LOO, choose_per_seed
+
+    # seed 0's validation favours "a" strongly; without it, seeds 1 and 2 each choose on the other one alone
+    val = pd.DataFrame({0: [0.9, 0.2], 1: [0.1, 0.6], 2: [0.5, 0.4]}, index=["a", "b"])
+    assert choose_per_seed(val, val.notna(), without=0) == {1: ("a", LOO), 2: ("b", LOO)}
+
+
+def test_the_jackknife_of_an_unswept_arm_is_the_paired_t_variance_of_its_seed_means():
+    from benchctl.report.tuning import REFIT_COLUMNS, delete_one_seed_means, jackknife_variance
+
+    full = pd.DataFrame(np.random.default_rng(0).random((7, 5)))  # problems x seeds
+    replicates = delete_one_seed_means(full, pd.DataFrame(columns=REFIT_COLUMNS))
+    assert np.isclose(jackknife_variance(replicates.to_numpy()), full.mean(axis=0).var(ddof=1) / 5)
+
+
+def _swept(arm_test: dict, base_test: float = 0.0):
+    """Arm `new` with lrs a, b (validation and test per seed given) and baseline `grpo` at one lr, 3 seeds."""
+    from types import SimpleNamespace
+
+    val = {"a": [0.9, 0.1, 0.5], "b": [0.2, 0.6, 0.4]}
+    runs, problems = [], []
+    sides = [("new", lr, val[lr], arm_test[lr]) for lr in "ab"] + [("grpo", "a", [0.5] * 3, [base_test] * 3)]
+    for arm, lr, v, t in sides:
+        for seed in range(3):
+            runs.append({"run_id": len(runs), "arm": arm, "task": "t", "seed": seed, "lr": lr})
+            for task, value in (("t_val", v[seed]), ("t", t[seed])):
+                problems += [{"run_id": len(runs) - 1, "eval_task": task, "problem_id": i, "k": 1, "value": value}
+                             for i in range(2)]  # fmt: skip
+    return SimpleNamespace(runs=pd.DataFrame(runs), problems=pd.DataFrame(problems), metrics=pd.DataFrame(),
+                           eval_curve=pd.DataFrame(), notes=[], group_by=("arm",), arm_column="arm")  # fmt: skip
+
+
+def test_the_seed_variance_of_a_cross_fitted_arm_is_the_jackknife_of_the_whole_choice():
+    from benchctl.report.stats import seed_matrix
+    from benchctl.report.tuning import cross_fit_seed_variance, select_settings
+
+    # leave-one-seed-out: seed 0 tested at b (10), seeds 1 and 2 at a (2, 3). Re-chosen without seed 0: seed 1 at
+    # a (2), seed 2 at b (30): mean 16; without seed 1: a, a (1, 3): 2; without seed 2: b, a (10, 2): 6
+    data = _swept({"a": [1.0, 2.0, 3.0], "b": [10.0, 20.0, 30.0]})
+    select_settings(data, None, "grpo")
+    test = data.problems.merge(data.runs[["run_id", "arm", "seed"]])
+    full = seed_matrix(test[test["arm"] == "new"])
+    assert full.iloc[0].tolist() == [10.0, 2.0, 3.0]
+    expected = 2 / 3 * ((16 - 8) ** 2 + (2 - 8) ** 2 + (6 - 8) ** 2)  # (n - 1) / n sum (theta_i - theta_.)^2
+    assert np.isclose(cross_fit_seed_variance(data.refits, "new", None, "t", 1, full, None), expected)
+    # without the re-choice the delete-one means would be 2.5, 6.5, 6: a variance of 4.33, not 69.3
+    assert cross_fit_seed_variance(data.refits, "grpo", None, "t", 1, full, None) is None  # not swept: plain
+
+
+def test_a_cross_fitted_comparison_takes_its_interval_from_the_jackknife():
+    from scipy import stats as sps
+
+    from benchctl.report.config import ReportConfig
+    from benchctl.report.stats import comparisons_table
+    from benchctl.report.tuning import select_settings
+
+    data = _swept({"a": [1.0, 2.0, 3.0], "b": [10.0, 20.0, 30.0]})
+    select_settings(data, None, "grpo")
+    config = ReportConfig(inputs=("runs",), baseline="grpo", population="fixed")
+    row = comparisons_table(data, config).iloc[0]
+    half = sps.t.ppf(0.975, 2) * np.sqrt(2 / 3 * 104)  # the jackknife of the worked example above, t(S - 1)
+    assert np.isclose(row["diff"], 5.0) and np.isclose(row["high"] - row["diff"], half)
+    plain = sps.t.ppf(0.975, 2) * np.std([10.0, 2.0, 3.0], ddof=1) / np.sqrt(3)  # seeds taken as independent
+    assert row["high"] - row["diff"] > plain
