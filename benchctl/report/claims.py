@@ -43,6 +43,11 @@ training metric's true ratio in 94.0-95.7% of replications at 3-10 seeds (the pe
 used before: 74-90%); on pass@k with an arm x problem interaction it covers the population ratio of pass@1 in
 73.5-92.0% (fewer the more seeds), the crossed one in 94.6-96.2% of replications, with and without the
 interaction, at 3, 5 and 10 seeds. Fewer than 3 paired seeds: no verdict.
+A side whose swept setting was chosen leave-one-seed-out (`benchctl.report.tuning`): its seeds are not
+independent (each helps choose the others' settings), so the seed part of the variance is the delete-one-seed
+jackknife of the claim's own statistic with the choice redone (`seed_jackknife`: the difference, as the
+comparisons table; the log ratio of means; the mean per-seed log ratio), the rest as above; for an arm not swept
+nothing changes. Measured in benchmarks/report_tuning_bias.py --claims (docs/report.md "Claims").
 Verdicts (read in the claim's direction: `less` / `at_most` mirror the interval onto `greater` / `at_least`):
 * `greater` holds when the interval's low end is above 0, does not hold when its high end is at or below 0;
   `at_least` holds when the low end is above -margin, does not hold when the high end is below -margin;
@@ -247,6 +252,14 @@ def _inert(runs: pd.DataFrame, c: Claim) -> str:
     return "; ".join(f"{who} {name} {note}" for who, name, note in notes if note)
 
 
+def _eval_task(data, claim: Claim) -> tuple[pd.DataFrame, str | None]:
+    """(pass@k rows at the claim's k, its eval task: `eval_task`, else the only one; None when not found)."""
+    frame = data.problems[data.problems["k"] == claim.k]
+    tasks = sorted(frame["eval_task"].unique())
+    task = claim.eval_task or (tasks[0] if len(tasks) == 1 else None)
+    return frame, task if task in tasks else None
+
+
 def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | None]:
     """Values of the arm and of the baseline as units x seeds frames (runs of one seed averaged): problems x seeds
     of per-problem pass@k, or one row of per-run training-metric means; or a reason why there are none."""
@@ -256,11 +269,9 @@ def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | No
         missing = claim.arm if arm.empty else claim.baseline
         return empty, empty, f"no finished run of {missing!r} matches the claim"
     if claim.metric == "pass@k":
-        frame = data.problems[data.problems["k"] == claim.k]
-        tasks = sorted(frame["eval_task"].unique())
-        task = claim.eval_task or (tasks[0] if len(tasks) == 1 else None)
-        if task is None or task not in tasks:
-            return empty, empty, f"pass@{claim.k} on eval task {task!r}: not found"
+        frame, task = _eval_task(data, claim)
+        if task is None:
+            return empty, empty, f"pass@{claim.k} on eval task {claim.eval_task!r}: not found"
         values = frame[frame["eval_task"] == task][["run_id", "problem_id", "value"]]
     else:
         if claim.metric not in data.metrics:
@@ -275,15 +286,77 @@ def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | No
     return wide(arm), wide(base), None
 
 
+def claim_refits(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The delete-one-seed re-choices of the claim's arm and of its baseline (`tuning.REFIT_COLUMNS` rows: the
+    runs that the choice of a swept setting made without one seed would test) on the claim's eval task and k, or
+    on its training metric (`tuning.REFIT_METRIC_COLUMNS`); None when neither side's setting was chosen
+    leave-one-seed-out (the plain variance applies)."""
+    pass_k = claim.metric == "pass@k"
+    refits = getattr(data, "refits" if pass_k else "refit_metrics", None)
+    if refits is None or refits.empty or "arm" not in data.runs:
+        return None
+    if pass_k:
+        task = _eval_task(data, claim)[1]
+        refits = refits[(refits["eval_task"] == task) & (refits["k"] == claim.k)]
+    else:
+        refits = refits[refits["metric"] == claim.metric]
+    sides = tuple(
+        refits[refits["arm"].isin(set(_select(data.runs, name, where)["arm"]))]
+        for name, where in ((claim.arm, claim.arm_where), (claim.baseline, claim.baseline_where))
+    )
+    return None if all(side.empty for side in sides) else sides
+
+
+def seed_jackknife(
+    arm: pd.DataFrame, base: pd.DataFrame, refits: tuple[pd.DataFrame, pd.DataFrame], statistic: str
+) -> float | None:
+    """The seed part of the variance of a claim's statistic when a swept setting was chosen leave-one-seed-out:
+    the delete-one-seed jackknife of the whole procedure, the choice included (Quenouille 1956; Tukey 1958;
+    `tuning.jackknife_variance`: (S - 1) / S sum_i (theta_(i) - theta_(.))^2, theta_(i) the statistic on the other
+    seeds with each seed's column from the run chosen without seed i, `tuning.delete_one_seed_frames`); in
+    expectation it does not understate the variance of a symmetric statistic of independent seeds (Efron & Stein
+    1981, Ann. Statist. 9:586), and the seeds are the independent units of choose-then-average. arm, base:
+    units x seeds of the chosen runs, paired; `refits`: `claim_refits`. None under MIN_SEEDS seeds. `statistic`:
+    * "difference": mean(arm) - mean(base), whose jackknife for independent seeds is var(seed means of arm -
+      base) / S, the seed part of `stats.crossed_variance` (as `tuning.cross_fit_seed_variance`);
+    * "log ratio": log R = log(mean(arm) / mean(base)) over the cells. To first order log R_(i) - log R =
+      mean(Z_(i)) - mean(Z), Z = arm / mean(arm) - base / mean(base) (the linearisation of
+      `stats.crossed_log_ratio`), so for independent seeds its jackknife is var(seed means of Z) / S, the seed
+      part of that variance; it replaces it;
+    * "seed log ratios": mean_s d_s, d_s = log(mean_s(arm) / mean_s(base)) (per-seed means over the units), whose
+      jackknife for independent seeds is var(d) / S, the paired t's variance."""
+    from benchctl.report.tuning import delete_one_seed_frames, jackknife_variance
+
+    if arm.shape[1] < MIN_SEEDS:
+        return None
+    arms, bases = delete_one_seed_frames(arm, refits[0]), delete_one_seed_frames(base, refits[1])
+    replicates = []
+    for i in arm.columns:
+        a, b = arms[i].to_numpy(float), bases[i].to_numpy(float)  # (units, S - 1) each
+        if statistic == "difference":
+            replicates.append(np.nanmean(a) - np.nanmean(b))
+        elif statistic == "log ratio":
+            replicates.append(np.log(np.nanmean(a) / np.nanmean(b)))
+        else:
+            replicates.append(np.mean(np.log(np.nanmean(a, axis=0) / np.nanmean(b, axis=0))))
+    return jackknife_variance(np.asarray(replicates, dtype=float))
+
+
 def seed_effect(
-    arm: pd.DataFrame, base: pd.DataFrame, relative: bool, confidence: float = 0.95, population: str = "problems"
+    arm: pd.DataFrame,
+    base: pd.DataFrame,
+    relative: bool,
+    confidence: float = 0.95,
+    population: str = "problems",
+    refits: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ):
     """(effect, low, high, paired seeds, mde) from units x seeds values paired by seed and unit (module docstring).
     mde: the effect the interval's test detects with 80% power at level 1 - confidence (`stats.
     minimum_detectable_effect`), as a magnitude in the effect's units; for a relative effect, on the log ratio
     (a reduction of 1 - exp(-mde) or an increase of exp(mde) - 1). `population`: as `stats.crossed_estimate`; a
     relative effect over several problems at "problems" is `stats.crossed_log_ratio`'s, else the per-seed log
-    ratios' (`log_ratio_interval`)."""
+    ratios' (`log_ratio_interval`). `refits` (`claim_refits`: a side's setting chosen leave-one-seed-out): the
+    seed part of the variance is the statistic's `seed_jackknife`."""
     from benchctl.report.stats import crossed_estimate, crossed_log_ratio, minimum_detectable_effect
 
     seeds = sorted(set(arm.columns) & set(base.columns))
@@ -292,23 +365,31 @@ def seed_effect(
     both = arm[seeds].join(base[seeds], how="inner", lsuffix="_arm", rsuffix="_base").dropna()
     a, b = both.iloc[:, : len(seeds)].to_numpy(float), both.iloc[:, len(seeds) :].to_numpy(float)  # (P, S) each
     alpha = 1.0 - confidence
+    crossed = population == "problems" and a.shape[0] > 1  # pass@k: the crossed design, problems sampled too
+    statistic = "difference" if not relative else "log ratio" if crossed else "seed log ratios"
+    pair = (arm.loc[both.index, seeds], base.loc[both.index, seeds]) if refits is not None else None
+    jack = None if pair is None else seed_jackknife(*pair, refits, statistic)
     if not relative:
-        est = crossed_estimate(a - b, confidence, population)
+        est = crossed_estimate(a - b, confidence, population, jack)
         return est.mean, est.low, est.high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
-    if population == "problems" and a.shape[0] > 1:  # pass@k: the crossed design, problems sampled too
-        est = crossed_log_ratio(a, b, confidence)
+    if crossed:
+        est = crossed_log_ratio(a, b, confidence, jack)
         effect, low, high = (float(np.expm1(v)) for v in (est.mean, est.low, est.high))
         return effect, low, high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
     a, b = a.mean(axis=0), b.mean(axis=0)  # per-seed means (S,)
-    effect, low, high = log_ratio_interval(a, b, confidence)
+    effect, low, high = log_ratio_interval(a, b, confidence, jack)
     se = np.log(a / b).std(ddof=1) / np.sqrt(len(seeds)) if np.isfinite(effect) and len(seeds) > 1 else np.nan
+    se = se if jack is None or not np.isfinite(effect) else float(np.sqrt(jack))
     return effect, low, high, len(seeds), minimum_detectable_effect(se, len(seeds) - 1.0, alpha)
 
 
-def log_ratio_interval(arm: np.ndarray, base: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+def log_ratio_interval(
+    arm: np.ndarray, base: np.ndarray, confidence: float = 0.95, variance: float | None = None
+) -> tuple[float, float, float]:
     """Relative effect of per-seed means arm (S,) over base (S,), paired by seed: a t-interval on the log ratios
     d_s = log(arm_s / base_s), returned as (exp(mean d) - 1, exp(low) - 1, exp(high) - 1). NaN where a mean is
-    not positive (the log ratio is undefined); no interval under 2 seeds."""
+    not positive (the log ratio is undefined); no interval under 2 seeds. `variance`: Var(mean d) when the seeds
+    are not independent (`seed_jackknife`), in place of var(d) / S, with t(S - 1) as before."""
     from scipy import stats
 
     arm, base = np.asarray(arm, float), np.asarray(base, float)
@@ -318,6 +399,9 @@ def log_ratio_interval(arm: np.ndarray, base: np.ndarray, confidence: float = 0.
     effect = float(np.expm1(d.mean()))
     if len(d) < 2:
         return effect, np.nan, np.nan
+    if variance is not None:
+        half = float(stats.t.ppf(0.5 + confidence / 2, len(d) - 1)) * np.sqrt(variance)
+        return effect, float(np.expm1(d.mean() - half)), float(np.expm1(d.mean() + half))
     if np.ptp(d) == 0:  # every seed gives the same ratio
         return effect, effect, effect
     low, high = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
@@ -378,7 +462,8 @@ def _claim_row(data, c: Claim, confidence: float, premise: dict | None, populati
         return {**row, "reason": f"not expressible on this testbed: {c.testbed}"}
     row["inert"] = _inert(data.runs, c)
     arm, base, reason = run_values(data, c)
-    effect, low, high, n, mde = seed_effect(arm, base, c.relative, confidence, population)
+    refits = claim_refits(data, c) if reason is None else None  # a setting chosen leave-one-seed-out
+    effect, low, high, n, mde = seed_effect(arm, base, c.relative, confidence, population, refits)
     row["seeds_expected"], row["seeds_lost"] = _lost(data, c, set(arm.columns) & set(base.columns))
     if c.relative:  # the log-ratio mde as a relative change in the claim's direction
         mde = -np.expm1(-mde) if c.direction in ("less", "at_most") else np.expm1(mde)

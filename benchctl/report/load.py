@@ -53,6 +53,7 @@ class ReportData:
     settings: pd.DataFrame | None = None  # the swept-setting sensitivity (benchctl.report.tuning)
     asked: pd.DataFrame | None = None  # every run listed, any status, with `arm` (module docstring)
     refits: pd.DataFrame | None = None  # test values of each delete-one-seed re-choice (benchctl.report.tuning)
+    refit_metrics: pd.DataFrame | None = None  # and the training metrics of its runs (benchctl.report.tuning)
 
 
 def _runs_frame(config: ReportConfig) -> pd.DataFrame:

@@ -169,7 +169,9 @@ def crossed_estimate(
     return Estimate(mean, mean - half, mean + half, p, seed_std, df, se)
 
 
-def crossed_log_ratio(arm: np.ndarray, base: np.ndarray, confidence: float) -> Estimate:
+def crossed_log_ratio(
+    arm: np.ndarray, base: np.ndarray, confidence: float, seed_variance: float | None = None
+) -> Estimate:
     """arm, base (P, S): problems x seeds of two arms, paired by problem and seed -> the Estimate of the log ratio
     of means log R = log(mean(arm) / mean(base)), for new problems like these and new seeds; NaN where a mean is
     not positive.
@@ -180,13 +182,14 @@ def crossed_log_ratio(arm: np.ndarray, base: np.ndarray, confidence: float) -> E
     so Var(log R) = Var(mean Z), the `crossed_variance` of Z: its seed, problem (an arm x problem interaction
     included) and error components carry the covariance of the arms paired by seed and problem.  mean(Z) = 0
     exactly, so the Estimate of Z + log R has mean log R with Z's variance and Satterthwaite df, CI log R +- t(df)
-    se, and p against a ratio of 1."""
+    se, and p against a ratio of 1.  `seed_variance`: the seed part of Var(log R) when the seeds are not
+    independent (a cross-fitted setting choice: the jackknife of log R, `claims.seed_jackknife`), in place of Z's."""
     arm, base = np.asarray(arm, dtype=np.float64), np.asarray(base, dtype=np.float64)
     mean_arm, mean_base = (float(v.mean()) if v.size else np.nan for v in (arm, base))
     if not (mean_arm > 0 and mean_base > 0):  # the log ratio is undefined (NaN means fail too)
         return Estimate(np.nan, np.nan, np.nan, np.nan, np.nan, np.nan)
     z = arm / mean_arm - base / mean_base  # (P, S), mean 0
-    return crossed_estimate(z + np.log(mean_arm / mean_base), confidence, "problems")
+    return crossed_estimate(z + np.log(mean_arm / mean_base), confidence, "problems", seed_variance)
 
 
 def _power(delta: np.ndarray, df: float, crit: float) -> np.ndarray:

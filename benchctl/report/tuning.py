@@ -50,6 +50,7 @@ NOT_SETTINGS = {
 SETTINGS_COLUMNS = ["arm", "setting", "validation_task", "validation_score", "eval_task", "test_score", "seeds"]
 LOO, HELD_APART, IN_SAMPLE = "leave-one-seed-out", "held-apart tuning seeds", "in-sample (one seed)"
 REFIT_COLUMNS = ["arm", "left_out", "seed", "eval_task", "k", "problem_id", "value"]
+REFIT_METRIC_COLUMNS = ["arm", "left_out", "seed", "metric", "value"]
 
 
 def setting_columns(runs: pd.DataFrame) -> list[str]:
@@ -126,6 +127,7 @@ def select_settings(
     val_tasks = set(runs["validation"].dropna())
     data.problems = problems[~problems["eval_task"].isin(val_tasks)]
     data.refits = pd.DataFrame(columns=REFIT_COLUMNS)  # rows only where a setting is chosen leave-one-seed-out
+    data.refit_metrics = pd.DataFrame(columns=REFIT_METRIC_COLUMNS)
     cols = setting_columns(runs)
     if not cols:
         return pd.DataFrame(columns=[*SETTINGS_COLUMNS, "chosen", "chosen_for_seeds", "method"])
@@ -135,6 +137,7 @@ def select_settings(
     at_k = problems[problems["k"] == k].merge(runs[["run_id", *unit, "setting", "seed_key", "validation"]])
     choices, replicates = _choices(runs, at_k, unit, tuning_seeds)
     data.refits = _refit_values(runs, data.problems, replicates, unit)
+    data.refit_metrics = refit_metric_values(runs, data.metrics, replicates, unit)
     picked = [choices.get((tuple(r[c] for c in unit), r["seed_key"]), (None, None))[0] for _, r in runs.iterrows()]
     unchosen = runs["validation"].isna() & runs.groupby(unit)["validation"].transform(lambda v: v.isna().all())
     if unchosen.any():
@@ -183,11 +186,23 @@ def _refit_values(runs: pd.DataFrame, problems: pd.DataFrame, replicates: dict, 
     return values.rename(columns={"seed_key": "seed"})[REFIT_COLUMNS]
 
 
-def delete_one_seed_means(full: pd.DataFrame, refit: pd.DataFrame) -> pd.Series:
-    """The statistic's delete-one-seed replicates for one arm: for each seed i of `full` (problems x seeds of the
-    chosen runs), the mean over the problems and the other seeds when the setting is chosen without seed i, i.e.
-    each seed's column taken from the run that choice picks (`refit`: REFIT_COLUMNS rows of this arm, task and k;
-    a seed with no refit row, an arm not swept, keeps its column)."""
+def refit_metric_values(runs: pd.DataFrame, metrics: pd.DataFrame, replicates: dict, unit: list[str]) -> pd.DataFrame:
+    """REFIT_METRIC_COLUMNS: for each delete-one-seed replicate of the choice, the training metrics of the runs it
+    would test, one mean over the steps per run and metric (as a claim on a training metric reads a run)."""
+    if metrics.empty or not replicates:
+        return pd.DataFrame(columns=REFIT_METRIC_COLUMNS)
+    per_run = metrics.drop(columns=["step"], errors="ignore").groupby("run_id").mean(numeric_only=True)
+    long = per_run.reset_index().melt(id_vars="run_id", var_name="eval_task", value_name="value")
+    long = long.dropna(subset=["value"]).assign(k=0, problem_id="run")
+    values = _refit_values(runs, long, replicates, unit).rename(columns={"eval_task": "metric"})
+    return values[REFIT_METRIC_COLUMNS].reset_index(drop=True)
+
+
+def delete_one_seed_frames(full: pd.DataFrame, refit: pd.DataFrame) -> dict:
+    """The data of each delete-one-seed replicate of the whole procedure for one arm: {seed i of `full` (problems
+    x seeds of the chosen runs): problems x the other seeds, each seed's column taken from the run that the choice
+    made without seed i picks} (`refit`: REFIT_COLUMNS rows of this arm, task and k; a seed with no refit row, an
+    arm not swept, keeps its column)."""
     wide = refit.pivot_table(index="problem_id", columns=["left_out", "seed"], values="value", aggfunc="mean")
     left_out = set(wide.columns.get_level_values(0)) if len(wide.columns) else set()
     out = {}
@@ -198,8 +213,16 @@ def delete_one_seed_means(full: pd.DataFrame, refit: pd.DataFrame) -> pd.Series:
             cols = [c for c in redo.columns if c in kept.columns]
             kept = kept.copy()
             kept.loc[:, cols] = redo[cols].to_numpy()
-        out[i] = float(np.nanmean(kept.to_numpy()))
-    return pd.Series(out, dtype=float)
+        out[i] = kept
+    return out
+
+
+def delete_one_seed_means(full: pd.DataFrame, refit: pd.DataFrame) -> pd.Series:
+    """The statistic's delete-one-seed replicates for one arm: for each seed i of `full` (problems x seeds of the
+    chosen runs), the mean over the problems and the other seeds when the setting is chosen without seed i
+    (`delete_one_seed_frames`)."""
+    frames = delete_one_seed_frames(full, refit)
+    return pd.Series({i: float(np.nanmean(kept.to_numpy())) for i, kept in frames.items()}, dtype=float)
 
 
 def jackknife_variance(replicates: np.ndarray) -> float:
