@@ -19,6 +19,11 @@ the logit scale (validation and test), for the power.  Rules:
 "rejects": the primary comparison's p-value < 0.05 (Holm over a family of one), in the direction of the truth
 when there is an effect.  Run: `.venv/bin/python benchmarks/report_tuning_bias.py [--reps 2000] [--seeds 5]
 [--effect 0.1] [--arm-settings 1]`.
+
+`--claims`: the same leave-one-seed-out data through `benchctl.report.claims.evaluate_claims` (as `benchctl
+report --claims` calls it), an absolute and a relative pass@1 claim "new > grpo" at `--population problems`;
+"rejects": the 95% interval excludes no effect (low > 0 or high < 0, the two-sided 5% test), with the seed part
+of the variance the plain one (the re-choices left out) and the jackknife of the claim's statistic (the report).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from benchctl.report.claims import Claim, evaluate_claims
 from benchctl.report.config import ReportConfig
 from benchctl.report.stats import comparisons_table
 from benchctl.report.tuning import select_settings
@@ -40,6 +46,11 @@ ARM_LRS, BASE_LRS = (1e-5, 3e-5, 1e-4, 3e-4), (1e-4,)
 SD_RUN, SD_SEED, SD_NOISE = 0.25, 0.1, 0.3  # logit scale: run luck, seed (data order), run x problem
 CONFIG = ReportConfig(inputs=("simulated",), baseline="grpo")  # the report's defaults: problems, 95%, k = 1
 RULES = ("all seeds", "leave-one-seed-out, independent seeds", "leave-one-seed-out (report)", "held-apart seed 0")
+CLAIMS = tuple(
+    Claim(paper="simulated", claim=f"new beats grpo ({kind})", arm="new", baseline="grpo", relative=relative)
+    for kind, relative in (("absolute", False), ("relative", True))
+)
+CLAIM_RULES = tuple(f"{c.claim}, {how}" for c in CLAIMS for how in ("seeds independent", "jackknife (report)"))
 
 
 def simulate(rng: np.random.Generator, seeds: int, arm_lrs: tuple = ARM_LRS, effect: float = 0.0):
@@ -97,6 +108,43 @@ def held_apart(data) -> tuple[float, float]:
     return _primary(data)
 
 
+def claims_cross_fit(data) -> dict:
+    """{CLAIM_RULES name: (effect, rejects)}: `benchctl report --claims`'s path, select_settings then
+    evaluate_claims, once with the re-choices left out (the seeds taken as independent), once as the report does."""
+    data = SimpleNamespace(**{**vars(data), "notes": []})  # select_settings filters in place
+    select_settings(data, None, CONFIG.baseline)
+    plain = SimpleNamespace(**{**vars(data), "refits": None, "refit_metrics": None})
+    tables = [evaluate_claims(d, list(CLAIMS), CONFIG.confidence, population=CONFIG.population) for d in (plain, data)]
+    out = {}
+    for i, c in enumerate(CLAIMS):
+        for how, table in zip(("seeds independent", "jackknife (report)"), tables):
+            row = table.iloc[i]
+            tested = np.isfinite(row["low"]) and np.isfinite(row["high"])
+            out[f"{c.claim}, {how}"] = (row["effect"], float(row["low"] > 0 or row["high"] < 0) if tested else np.nan)
+    return out
+
+
+def measure_claims(reps: int, seeds: int, arm_settings: int, effect: float) -> dict:
+    """{CLAIM_RULES name: (R, 2) array of (effect, rejects)} over `reps` replications (generator seed 0)."""
+    rng = np.random.default_rng(0)
+    found = {name: [] for name in CLAIM_RULES}
+    for _ in range(reps):
+        got = claims_cross_fit(simulate(rng, seeds, ARM_LRS[:arm_settings], effect))
+        for name in CLAIM_RULES:
+            found[name].append(got[name])
+    return {name: np.array(rows, dtype=float) for name, rows in found.items()}
+
+
+def print_claims(found: dict) -> None:
+    """One line per claim and variance: mean effect (points, or % for the relative claim), rejection rate, mc se."""
+    print(f"{'claim, seed variance':<58} {'effect':>8} {'rejects':>8} {'mc se':>6} {'tested':>7}")
+    for name, rows in found.items():
+        tested = np.isfinite(rows[:, 1])
+        rate = rows[tested, 1].mean() if tested.any() else np.nan
+        mc = np.sqrt(rate * (1 - rate) / max(tested.sum(), 1))
+        print(f"{name:<58} {rows[:, 0].mean() * 100:>+8.2f} {rate:>8.1%} {mc:>6.1%} {tested.mean():>7.0%}")
+
+
 def measure(reps: int, seeds: int, arm_settings: int, effect: float, rules: tuple = RULES) -> dict:
     """{rule: (R, 2) array of (diff, p)} over `reps` replications (generator seed 0) for the `rules` asked."""
     rng = np.random.default_rng(0)
@@ -121,10 +169,18 @@ def main() -> None:
     parser.add_argument("--arm-settings", type=int, default=len(ARM_LRS), help="1: no sweep (the test's own level)")
     parser.add_argument("--all-seeds", action="store_true", help="also the replaced rule (choice on all seeds)")
     parser.add_argument("--held-apart", action="store_true", help="also --tuning-seeds 0")
+    parser.add_argument("--claims", action="store_true", help="the claims' level instead (evaluate_claims)")
     args = parser.parse_args()
     rules = tuple(r for r, on in zip(RULES, (args.all_seeds, True, True, args.held_apart)) if on)
     gc.freeze()  # the imported modules stay out of the collections statsmodels triggers per comparison
     start = time.perf_counter()
+    if args.claims:
+        found = measure_claims(args.reps, args.seeds, args.arm_settings, args.effect)
+        print(f"arm sweeps {args.arm_settings} settings, baseline {len(BASE_LRS)}; {args.seeds} seeds, {args.reps} "
+              f"reps; effect {args.effect} logit; claims at 95%, rejects: the interval excludes 0")  # fmt: skip
+        print_claims(found)
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return
     found = measure(args.reps, args.seeds, args.arm_settings, args.effect, rules)
     head = f"arm sweeps {args.arm_settings} settings, baseline {len(BASE_LRS)}; {args.seeds} seeds, {args.reps} reps"
     print(f"{head}; effect {args.effect} logit; rejects: p < 0.05{' in its direction' if args.effect else ''}")

@@ -299,7 +299,7 @@ def claim_refits(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame] | None
         task = _eval_task(data, claim)[1]
         refits = refits[(refits["eval_task"] == task) & (refits["k"] == claim.k)]
     else:
-        refits = refits[refits["metric"] == claim.metric]
+        refits = refits[refits["metric"] == claim.metric].assign(problem_id="run")  # one unit, as run_values
     sides = tuple(
         refits[refits["arm"].isin(set(_select(data.runs, name, where)["arm"]))]
         for name, where in ((claim.arm, claim.arm_where), (claim.baseline, claim.baseline_where))

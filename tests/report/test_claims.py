@@ -258,3 +258,117 @@ def test_the_crossed_log_ratio_variance_matches_the_spread_of_log_ratios_over_re
     spread = np.log(arm.mean(axis=(1, 2)) / base.mean(axis=(1, 2))).var()
     estimated = np.mean([crossed_log_ratio(a, b, 0.95).se ** 2 for a, b in zip(arm[:400], base[:400])])
     assert estimated == pytest.approx(spread, rel=0.15)
+
+
+# a swept arm: `new` at lr a or b, chosen leave-one-seed-out on t_val (seed 0 is tested at b, seeds 1 and 2 at a;
+# re-chosen without seed 0: seed 1 at a, seed 2 at b; without seed 1: a, a; without seed 2: seed 0 at b, seed 1
+# at a); `old` and `grpo` at one lr, not swept. Test values per seed, scaled by 1 + problem / 2 (2 problems)
+NEW_TEST = {"a": [1.0, 2.0, 3.0], "b": [10.0, 20.0, 30.0]}
+BASE_TEST, OLD_TEST = [4.0, 5.0, 6.0], [5.0, 3.0, 8.0]
+
+
+def _tuned(population_scale: float = 0.5):
+    """Report data after `select_settings` (runs, per-problem pass@1 on t and t_val, the metric acr/all equal to a
+    run's test value at problem 0)."""
+    from benchctl.report.tuning import select_settings
+
+    val = {"a": [0.9, 0.1, 0.5], "b": [0.2, 0.6, 0.4]}
+    sides = [("new", lr, val[lr], NEW_TEST[lr]) for lr in "ab"]
+    sides += [("old", "a", [0.5] * 3, OLD_TEST), ("grpo", "a", [0.5] * 3, BASE_TEST)]
+    runs, problems, metrics = [], [], []
+    for arm, lr, v, t in sides:
+        for seed in range(3):
+            run_id = len(runs)
+            runs.append({"run_id": run_id, "arm": arm, "estimator_label": arm, "task": "t", "seed": seed, "lr": lr})
+            for task, value in (("t_val", v[seed]), ("t", t[seed])):
+                problems += [{"run_id": run_id, "eval_task": task, "problem_id": i, "k": 1,
+                              "value": value * (1 + population_scale * i)} for i in range(2)]  # fmt: skip
+            metrics += [{"run_id": run_id, "step": step, "acr/all": t[seed]} for step in (1, 2)]
+    data = SimpleNamespace(runs=pd.DataFrame(runs), problems=pd.DataFrame(problems), metrics=pd.DataFrame(metrics),
+                           eval_curve=pd.DataFrame(), notes=[], group_by=("arm",), arm_column="arm")  # fmt: skip
+    select_settings(data, None, "grpo")
+    return data
+
+
+def _plain(data):
+    """The same data with the re-choices left out: every seed taken as independent."""
+    return SimpleNamespace(**{**vars(data), "refits": None, "refit_metrics": None})
+
+
+def _jackknife(replicates: list[float]) -> float:
+    r = np.asarray(replicates)
+    return (len(r) - 1) / len(r) * ((r - r.mean()) ** 2).sum()
+
+
+@pytest.mark.parametrize("population", ["problems", "fixed"])
+def test_claims_on_arms_not_swept_are_bit_identical_with_or_without_the_re_choices(population):
+    data = _tuned()
+    claims = [_claim(arm="old", relative=r, metric=m) for r in (False, True) for m in ("pass@k", "acr/all")]
+    got = evaluate_claims(data, claims, population=population)
+    pd.testing.assert_frame_equal(got, evaluate_claims(_plain(data), claims, population=population))
+    assert np.isfinite(got["low"]).all()
+
+
+@pytest.mark.parametrize("population", ["problems", "fixed"])
+def test_an_absolute_claim_on_a_cross_fitted_arm_has_the_comparisons_tables_interval(population):
+    from benchctl.report.config import ReportConfig
+    from benchctl.report.stats import comparisons_table
+
+    data = _tuned()
+    row = evaluate_claims(data, [_claim()], population=population).iloc[0]
+    config = ReportConfig(inputs=("runs",), baseline="grpo", population=population)
+    table = comparisons_table(data, config)
+    compared = table[table["arm"] == "new"].iloc[0]
+    assert np.allclose([row["effect"], row["low"], row["high"]], compared[["diff", "low", "high"]].to_numpy(float))
+    plain = evaluate_claims(_plain(data), [_claim()], population=population).iloc[0]
+    assert row["effect"] == plain["effect"] and row["high"] - row["low"] > plain["high"] - plain["low"]
+
+
+def test_a_relative_claim_for_this_problem_set_takes_the_jackknife_of_the_mean_seed_log_ratio():
+    from scipy import stats as sps
+
+    row = evaluate_claims(_tuned(), [_claim(relative=True)], population="fixed").iloc[0]
+    d = np.log(np.array([10.0, 2.0, 3.0]) / BASE_TEST)  # per-seed log ratios of the chosen runs
+    replicates = [  # each seed left out, the choice redone (see NEW_TEST)
+        np.mean(np.log([2.0 / 5.0, 30.0 / 6.0])),
+        np.mean(np.log([1.0 / 4.0, 3.0 / 6.0])),
+        np.mean(np.log([10.0 / 4.0, 2.0 / 5.0])),
+    ]
+    half = sps.t.ppf(0.975, 2) * np.sqrt(_jackknife(replicates))
+    assert np.allclose([row["effect"], row["low"], row["high"]], np.expm1([d.mean(), d.mean() - half, d.mean() + half]))
+
+
+def test_a_relative_passk_claim_on_a_cross_fitted_arm_takes_the_jackknife_of_its_log_ratio_of_means():
+    data = _tuned()
+    row = evaluate_claims(data, [_claim(relative=True)], population="problems").iloc[0]
+    replicates = [np.log(16.0 / 5.5), np.log(2.0 / 5.0), np.log(6.0 / 4.5)]  # the ratio of means, as above
+    arm = np.array([[10.0, 2.0, 3.0], [15.0, 3.0, 4.5]])  # problems x seeds of the chosen runs
+    base = np.array([BASE_TEST, [6.0, 7.5, 9.0]])
+    est = crossed_log_ratio(arm, base, 0.95, seed_variance=_jackknife(replicates))
+    assert np.allclose([row["effect"], row["low"], row["high"]], np.expm1([est.mean, est.low, est.high]))
+    plain = evaluate_claims(_plain(data), [_claim(relative=True)], population="problems").iloc[0]
+    assert np.isclose(plain["low"], np.expm1(crossed_log_ratio(arm, base, 0.95).low)) and row["low"] < plain["low"]
+
+
+def test_a_training_metric_claim_on_a_cross_fitted_arm_takes_the_jackknife_of_the_seed_differences():
+    from scipy import stats as sps
+
+    row = evaluate_claims(_tuned(), [_claim(metric="acr/all")]).iloc[0]
+    replicates = [(2.0 + 30.0) / 2 - 5.5, (1.0 + 3.0) / 2 - 5.0, (10.0 + 2.0) / 2 - 4.5]  # acr/all as NEW_TEST
+    half = sps.t.ppf(0.975, 2) * np.sqrt(_jackknife(replicates))
+    assert np.allclose([row["effect"], row["low"], row["high"]], [0.0, -half, half])
+
+
+def test_the_seed_jackknife_of_an_arm_not_swept_is_the_independent_seeds_variance():
+    from benchctl.report.claims import seed_jackknife
+    from benchctl.report.tuning import REFIT_COLUMNS
+
+    rng = np.random.default_rng(0)
+    arm, base = (pd.DataFrame(rng.random((6, 5)) + 0.5) for _ in range(2))  # problems x seeds
+    none = (pd.DataFrame(columns=REFIT_COLUMNS),) * 2
+    diff = (arm - base).mean(axis=0)
+    assert np.isclose(seed_jackknife(arm, base, none, "difference"), diff.var(ddof=1) / 5)
+    d = np.log(arm.mean(axis=0) / base.mean(axis=0))
+    assert np.isclose(seed_jackknife(arm, base, none, "seed log ratios"), d.var(ddof=1) / 5)
+    z = arm / arm.to_numpy().mean() - base / base.to_numpy().mean()  # the log ratio's linearisation: first order
+    assert np.isclose(seed_jackknife(arm, base, none, "log ratio"), z.mean(axis=0).var(ddof=1) / 5, rtol=0.1)
