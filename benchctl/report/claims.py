@@ -333,12 +333,13 @@ def seed_jackknife(
     replicates = []
     for i in arm.columns:
         a, b = arms[i].to_numpy(float), bases[i].to_numpy(float)  # (units, S - 1) each
-        if statistic == "difference":
-            replicates.append(np.nanmean(a) - np.nanmean(b))
-        elif statistic == "log ratio":
-            replicates.append(np.log(np.nanmean(a) / np.nanmean(b)))
-        else:
-            replicates.append(np.mean(np.log(np.nanmean(a, axis=0) / np.nanmean(b, axis=0))))
+        with np.errstate(divide="ignore", invalid="ignore"):  # a mean that is not positive: NaN, no interval
+            if statistic == "difference":
+                replicates.append(np.nanmean(a) - np.nanmean(b))
+            elif statistic == "log ratio":
+                replicates.append(np.log(np.nanmean(a) / np.nanmean(b)))
+            else:
+                replicates.append(np.mean(np.log(np.nanmean(a, axis=0) / np.nanmean(b, axis=0))))
     return jackknife_variance(np.asarray(replicates, dtype=float))
 
 
@@ -389,7 +390,7 @@ def log_ratio_interval(
     """Relative effect of per-seed means arm (S,) over base (S,), paired by seed: a t-interval on the log ratios
     d_s = log(arm_s / base_s), returned as (exp(mean d) - 1, exp(low) - 1, exp(high) - 1). NaN where a mean is
     not positive (the log ratio is undefined); no interval under 2 seeds. `variance`: Var(mean d) when the seeds
-    are not independent (`seed_jackknife`), in place of var(d) / S, with t(S - 1) as before."""
+    are not independent (`seed_jackknife`), in place of var(d) / S, with t(S - 1)."""
     from scipy import stats
 
     arm, base = np.asarray(arm, float), np.asarray(base, float)
