@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 
 from benchctl.errors import BenchctlError
-from benchctl.report.stats import MIN_SEEDS
+from benchctl.report.config import MIN_SEEDS
 from benchctl.yamlfile import read_yaml
 
 DIRECTIONS = ("greater", "less", "at_least", "at_most")
@@ -287,7 +287,7 @@ def run_values(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame, str | No
 
 
 def claim_refits(data, claim: Claim) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """The delete-one-seed re-choices of the claim's arm and of its baseline (`tuning.REFIT_COLUMNS` rows: the
+    """The delete-one-seed re-choices of the claim's arm and of its baseline (`crossfit.REFIT_COLUMNS` rows: the
     runs that the choice of a swept setting made without one seed would test) on the claim's eval task and k, or
     on its training metric (`tuning.REFIT_METRIC_COLUMNS`); None when neither side's setting was chosen
     leave-one-seed-out (the plain variance applies)."""
@@ -312,20 +312,20 @@ def seed_jackknife(
 ) -> float | None:
     """The seed part of the variance of a claim's statistic when a swept setting was chosen leave-one-seed-out:
     the delete-one-seed jackknife of the whole procedure, the choice included (Quenouille 1956; Tukey 1958;
-    `tuning.jackknife_variance`: (S - 1) / S sum_i (theta_(i) - theta_(.))^2, theta_(i) the statistic on the other
-    seeds with each seed's column from the run chosen without seed i, `tuning.delete_one_seed_frames`); in
+    `crossfit.jackknife_variance`: (S - 1) / S sum_i (theta_(i) - theta_(.))^2, theta_(i) the statistic on the other
+    seeds with each seed's column from the run chosen without seed i, `crossfit.delete_one_seed_frames`); in
     expectation it does not understate the variance of a symmetric statistic of independent seeds (Efron & Stein
     1981, Ann. Statist. 9:586), and the seeds are the independent units of choose-then-average. arm, base:
     units x seeds of the chosen runs, paired; `refits`: `claim_refits`. None under MIN_SEEDS seeds. `statistic`:
     * "difference": mean(arm) - mean(base), whose jackknife for independent seeds is var(seed means of arm -
-      base) / S, the seed part of `stats.crossed_variance` (as `tuning.cross_fit_seed_variance`);
+      base) / S, the seed part of `stats.crossed_variance` (as `crossfit.cross_fit_seed_variance`);
     * "log ratio": log R = log(mean(arm) / mean(base)) over the cells. To first order log R_(i) - log R =
       mean(Z_(i)) - mean(Z), Z = arm / mean(arm) - base / mean(base) (the linearisation of
       `stats.crossed_log_ratio`), so for independent seeds its jackknife is var(seed means of Z) / S, the seed
       part of that variance; it replaces it;
     * "seed log ratios": mean_s d_s, d_s = log(mean_s(arm) / mean_s(base)) (per-seed means over the units), whose
       jackknife for independent seeds is var(d) / S, the paired t's variance."""
-    from benchctl.report.tuning import delete_one_seed_frames, jackknife_variance
+    from benchctl.report.crossfit import delete_one_seed_frames, jackknife_variance
 
     if arm.shape[1] < MIN_SEEDS:
         return None

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from benchctl.errors import BenchctlError, check_range
 from benchctl.fields import setting
 
+MIN_SEEDS = 3  # fewer common seeds: the estimate is shown, marked, and no significance is claimed
+
 
 @dataclass(frozen=True)
 class ReportConfig:

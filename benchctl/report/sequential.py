@@ -161,9 +161,9 @@ def t_boundary(seeds: tuple[int, ...], max_seeds: int, alpha: float = 0.05) -> t
     """Critical values of the paired t statistics T_k = mean / (sd / sqrt(n_k)) at looks of n_k seeds spending
     `spent_alpha(n_k / max_seeds)`: look 1 exactly (the t quantile, n_1 - 1 df), each later look the value whose
     crossing probability among the T_PATHS paths (i.i.d. normal seeds, RNG seed 0) not crossed before equals the
-    look's increment of spent alpha. A look under 3 seeds (`stats.MIN_SEEDS`: no verdict) spends nothing (inf) and
+    look's increment of spent alpha. A look under 3 seeds (`config.MIN_SEEDS`: no verdict) spends nothing (inf) and
     leaves its alpha to the next."""
-    from benchctl.report.stats import MIN_SEEDS
+    from benchctl.report.config import MIN_SEEDS
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((T_PATHS, max(seeds)))  # (M, N): the seeds' values of each path

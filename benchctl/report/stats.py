@@ -18,7 +18,7 @@ Statistics [our choices, stated in every output]:
   both evaluated (paired by problem), in the same context (equal values of the group-by columns other than the
   arm).  diff = mean(D), CI diff +- t(df) se(D), two-sided p = 2 P(T(df) > |diff| / se(D)).  seed_std: standard
   deviation of the per-seed differences.  An arm whose swept setting was chosen leave-one-seed-out: the seed part
-  of the variance is the delete-one-seed jackknife of the choice (`tuning.cross_fit_seed_variance`), not
+  of the variance is the delete-one-seed jackknife of the choice (`crossfit.cross_fit_seed_variance`), not
   var(seed means) / S.  Fewer than 3 common seeds (`MIN_SEEDS`): the estimate is shown,
   marked too_few_seeds, with no p-value and no significance (one seed: no CI either).
 * primary family: the comparisons at k = `--primary-k` (default 1) with enough seeds, over arms x tasks x
@@ -52,10 +52,10 @@ from scipy import stats
 from scipy.optimize import brentq
 from statsmodels.stats.multitest import multipletests
 
-from benchctl.report.config import ReportConfig
+from benchctl.report.config import MIN_SEEDS, ReportConfig
+from benchctl.report.crossfit import cross_fit_seed_variance
 from benchctl.report.load import ReportData
 from benchctl.report.lost_seeds import lost_seeds
-from benchctl.report.tuning import cross_fit_seed_variance
 
 PHASES = ("time/rollout", "time/reward", "time/advantage", "time/logprobs", "time/update", "time/sync", "time/eval")
 
@@ -71,7 +71,6 @@ def seed_matrix(frame: pd.DataFrame) -> pd.DataFrame:
     return wide.dropna()
 
 
-MIN_SEEDS = 3  # fewer common seeds: the estimate is shown, marked, and no significance is claimed
 POWER = 0.8
 SE_NODES = 64  # nodes of the standard error's sampling distribution in the mde's expected power
 POPULATIONS = ("problems", "fixed")
@@ -117,7 +116,7 @@ def crossed_variance(values: np.ndarray, seed_variance=None) -> tuple[np.ndarray
     DF_SEED_BOUND confidence limit (chi-square, S - 1 df) where that gives fewer: a seed mean square that is small
     by chance would otherwise also buy the most df (over 5% false positives at 3 seeds; docs/report.md); at least
     min(S, P) - 1.  `seed_variance` (a swept setting chosen leave-one-seed-out: the jackknife of
-    `tuning.cross_fit_seed_variance`) replaces MS_s / (S P), the seed part, and enters the df as MS_s does."""
+    `crossfit.cross_fit_seed_variance`) replaces MS_s / (S P), the seed part, and enters the df as MS_s does."""
     n_prob, n_seed = values.shape[-2:]
     grand, ms_seed, ms_prob, ms_err = mean_squares(values)
     if seed_variance is not None:

@@ -26,8 +26,8 @@ and a variance that takes them as independent is too small (under a null it reje
 3, 5, 10 seeds in benchmarks/report_tuning_bias.py). The seeds remain the independent
 units of the whole procedure (choose, then average), so the seed part of the variance of a cross-fitted arm's
 numbers is the delete-one-seed jackknife of that procedure, the choice redone without each seed in turn
-(`cross_fit_seed_variance`; Quenouille 1956, Tukey 1958; in expectation it does not understate the variance of a
-symmetric statistic of independent units: Efron & Stein 1981, Ann. Statist. 9:586; the same correlation makes
+(`crossfit.cross_fit_seed_variance`; Quenouille 1956, Tukey 1958; in expectation it does not understate the variance
+of a symmetric statistic of independent units: Efron & Stein 1981, Ann. Statist. 9:586; the same correlation makes
 naive cross-validation intervals too short: Bates, Hastie & Tibshirani 2023, arXiv:2104.00673). It replaces
 var(seed means) / S, the seed part of `stats.crossed_variance` (the problem part and Satterthwaite's df as
 before), in the comparisons and the arm's own pass@k; for an arm not swept it is var(seed means) / S exactly.
@@ -42,6 +42,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from benchctl.report.crossfit import REFIT_COLUMNS
+
 NOT_SETTINGS = {
     *("model", "task", "estimator", "estimator_params", "recipe", "group_size", "seed", "out", "resume"),
     *("progress", "sources", "threads", "eval_task", "eval_every", "eval_every_tokens", "eval_n", "eval_k"),
@@ -49,7 +51,6 @@ NOT_SETTINGS = {
 }
 SETTINGS_COLUMNS = ["arm", "setting", "validation_task", "validation_score", "eval_task", "test_score", "seeds"]
 LOO, HELD_APART, IN_SAMPLE = "leave-one-seed-out", "held-apart tuning seeds", "in-sample (one seed)"
-REFIT_COLUMNS = ["arm", "left_out", "seed", "eval_task", "k", "problem_id", "value"]
 REFIT_METRIC_COLUMNS = ["arm", "left_out", "seed", "metric", "value"]
 
 
@@ -196,61 +197,6 @@ def refit_metric_values(runs: pd.DataFrame, metrics: pd.DataFrame, replicates: d
     long = long.dropna(subset=["value"]).assign(k=0, problem_id="run")
     values = _refit_values(runs, long, replicates, unit).rename(columns={"eval_task": "metric"})
     return values[REFIT_METRIC_COLUMNS].reset_index(drop=True)
-
-
-def delete_one_seed_frames(full: pd.DataFrame, refit: pd.DataFrame) -> dict:
-    """The data of each delete-one-seed replicate of the whole procedure for one arm: {seed i of `full` (problems
-    x seeds of the chosen runs): problems x the other seeds, each seed's column taken from the run that the choice
-    made without seed i picks} (`refit`: REFIT_COLUMNS rows of this arm, task and k; a seed with no refit row, an
-    arm not swept, keeps its column)."""
-    wide = refit.pivot_table(index="problem_id", columns=["left_out", "seed"], values="value", aggfunc="mean")
-    left_out = set(wide.columns.get_level_values(0)) if len(wide.columns) else set()
-    out = {}
-    for i in full.columns:
-        kept = full.drop(columns=i)
-        if i in left_out:
-            redo = wide[i].reindex(index=full.index)  # problems x seeds, the runs chosen without seed i
-            cols = [c for c in redo.columns if c in kept.columns]
-            kept = kept.copy()
-            kept.loc[:, cols] = redo[cols].to_numpy()
-        out[i] = kept
-    return out
-
-
-def delete_one_seed_means(full: pd.DataFrame, refit: pd.DataFrame) -> pd.Series:
-    """The statistic's delete-one-seed replicates for one arm: for each seed i of `full` (problems x seeds of the
-    chosen runs), the mean over the problems and the other seeds when the setting is chosen without seed i
-    (`delete_one_seed_frames`)."""
-    frames = delete_one_seed_frames(full, refit)
-    return pd.Series({i: float(np.nanmean(kept.to_numpy())) for i, kept in frames.items()}, dtype=float)
-
-
-def jackknife_variance(replicates: np.ndarray) -> float:
-    """Var of a statistic from its n delete-one replicates: (n - 1) / n * sum_i (theta_(i) - theta_(.))^2 (Tukey
-    1958; Efron & Stein 1981, Ann. Statist. 9:586, Eq. 1.2). For a mean it is var(x) / n exactly."""
-    n = len(replicates)
-    return float((n - 1) / n * ((replicates - replicates.mean()) ** 2).sum())
-
-
-def cross_fit_seed_variance(
-    refits: pd.DataFrame | None, arm: str, base: str | None, task, k, a: pd.DataFrame, b: pd.DataFrame | None
-) -> float | None:
-    """The seed part of Var(diff) for a comparison whose arm or baseline was cross-fitted (module doc, "The
-    test"): the delete-one-seed jackknife of the whole procedure, the choice included, over the comparison's seeds;
-    a, b: problems x seeds of the chosen runs (b None: the arm's own mean). None when neither side was
-    cross-fitted or there are fewer than MIN_SEEDS seeds (the plain variance applies)."""
-    from benchctl.report.stats import MIN_SEEDS
-
-    if refits is None or refits.empty or a.shape[1] < MIN_SEEDS:
-        return None
-    here = refits[(refits["eval_task"] == task) & (refits["k"] == k)]
-    mine, theirs = here[here["arm"] == arm], here[here["arm"] == base]
-    if mine.empty and theirs.empty:
-        return None
-    means = delete_one_seed_means(a, mine)
-    if b is not None:
-        means = means - delete_one_seed_means(b, theirs)
-    return jackknife_variance(means.to_numpy())
 
 
 def _keep_runs(data, runs: pd.DataFrame, keep: pd.Series) -> None:

@@ -361,7 +361,7 @@ def test_a_training_metric_claim_on_a_cross_fitted_arm_takes_the_jackknife_of_th
 
 def test_the_seed_jackknife_of_an_arm_not_swept_is_the_independent_seeds_variance():
     from benchctl.report.claims import seed_jackknife
-    from benchctl.report.tuning import REFIT_COLUMNS
+    from benchctl.report.crossfit import REFIT_COLUMNS
 
     rng = np.random.default_rng(0)
     arm, base = (pd.DataFrame(rng.random((6, 5)) + 0.5) for _ in range(2))  # problems x seeds

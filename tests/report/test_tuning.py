@@ -157,7 +157,7 @@ def test_a_seed_left_out_of_the_procedure_neither_chooses_nor_is_tested():
 
 
 def test_the_jackknife_of_an_unswept_arm_is_the_paired_t_variance_of_its_seed_means():
-    from benchctl.report.tuning import REFIT_COLUMNS, delete_one_seed_means, jackknife_variance
+    from benchctl.report.crossfit import REFIT_COLUMNS, delete_one_seed_means, jackknife_variance
 
     full = pd.DataFrame(np.random.default_rng(0).random((7, 5)))  # problems x seeds
     replicates = delete_one_seed_means(full, pd.DataFrame(columns=REFIT_COLUMNS))
@@ -182,8 +182,9 @@ def _swept(arm_test: dict, base_test: float = 0.0):
 
 
 def test_the_seed_variance_of_a_cross_fitted_arm_is_the_jackknife_of_the_whole_choice():
+    from benchctl.report.crossfit import cross_fit_seed_variance
     from benchctl.report.stats import seed_matrix
-    from benchctl.report.tuning import cross_fit_seed_variance, select_settings
+    from benchctl.report.tuning import select_settings
 
     # leave-one-seed-out: seed 0 tested at b (10), seeds 1 and 2 at a (2, 3). Re-chosen without seed 0: seed 1 at
     # a (2), seed 2 at b (30): mean 16; without seed 1: a, a (1, 3): 2; without seed 2: b, a (10, 2): 6
