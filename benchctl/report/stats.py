@@ -27,9 +27,9 @@ Statistics [our choices, stated in every output]:
 * mde (minimum detectable effect, units of diff): the true difference the test detects with power 0.8 at the
   current seeds and df, two-sided at alpha / m for the primary family (m its size: Holm's first step) and at
   alpha for a secondary row, on average over the sampling distribution of the standard error it is computed
-  from (`minimum_detectable_effect`: the noncentral t power function averaged over se_hat / se ~
-  sqrt(chi2(df) / df); the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds).  An "indistinguishable" cell
-  says nothing about differences below it.
+  from (`minimum_detectable_effect`: the noncentral t power function averaged over se_hat / se, its seed part
+  on chi2(S - 1), the rest known; the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds).  An
+  "indistinguishable" cell says nothing about differences below it.
 * health (`benchctl.report.health`): each comparison names the runs of the arm and of the baseline that are not
   ok (collapsed, diverged, stalled); their numbers stay in the table, marked.
 
@@ -256,10 +256,10 @@ def minimum_detectable_effect(
     detected with probability P(|T| > t(1 - alpha/2, df)), T ~ noncentral t(df, delta u), and delta solves
     E_u[power(delta u)] = `power` (expected power over the nuisance parameter: the assurance of O'Hagan, Stevens
     & Campbell 2005, Pharm. Stat. 4:187, with the variance as the uncertain parameter).  The plug-in
-    `plugin_mde` solves power(delta) = `power` and is met only 59-74% of the time at 3 seeds; the single
-    chi-square on Satterthwaite's df 75-78% in the binomial regimes at 3 seeds; the seed share 77-83% in every
-    regime at 3, 5 and 10 seeds (benchmarks/report_power.py, docs/report.md).  Many df and a small seed share:
-    u -> 1, (z_{1-alpha/2} + z_power) se.  NaN when se or df is not finite."""
+    `plugin_mde` solves power(delta) = `power` and is met only 59-74% of the time at 3 seeds; at 3 seeds one
+    chi-square on Satterthwaite's df is met 77.2-77.4% of the time in the binomial and problem-dominated regimes,
+    the seed share 78.3-80.6% (10,000 replications; benchmarks/report_power.py, docs/report.md).  Many df and a
+    small seed share: u -> 1, (z_{1-alpha/2} + z_power) se.  NaN when se or df is not finite."""
     if not (np.isfinite(se) and np.isfinite(df)) or df <= 0:
         return np.nan
     if se == 0.0:
