@@ -27,9 +27,9 @@ Statistics [our choices, stated in every output]:
 * mde (minimum detectable effect, units of diff): the true difference the test detects with power 0.8 at the
   current seeds and df, two-sided at alpha / m for the primary family (m its size: Holm's first step) and at
   alpha for a secondary row, on average over the sampling distribution of the standard error it is computed
-  from (`minimum_detectable_effect`: the noncentral t power function averaged over se_hat / se ~
-  sqrt(chi2(df) / df); the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds).  An "indistinguishable" cell
-  says nothing about differences below it.
+  from (`minimum_detectable_effect`: the noncentral t power function averaged over se_hat / se, its seed part
+  on chi2(S - 1), the rest known; the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds).  An
+  "indistinguishable" cell says nothing about differences below it.
 * health (`benchctl.report.health`): each comparison names the runs of the arm and of the baseline that are not
   ok (collapsed, diverged, stalled); their numbers stay in the table, marked.
 
@@ -92,6 +92,7 @@ class Estimate:
     seed_std: float  # std of the per-seed means (ddof 1); NaN with one seed
     df: float  # degrees of freedom of the t reference
     se: float = np.nan  # standard error of the mean (sqrt of the variance the test uses)
+    seed_share: float = np.nan  # share of se**2 from the seed mean square (S - 1 df): the mde's se distribution
 
 
 def mean_squares(values: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -131,19 +132,21 @@ def crossed_variance(values: np.ndarray, seed_variance=None) -> tuple[np.ndarray
     return grand, total / (n_seed * n_prob), np.where(total > 0, np.fmax(df, floor), n_seed - 1.0)
 
 
-def _variance(values: np.ndarray, population: str, seed_variance=None) -> tuple[float, float]:
-    """(Var(mean), df) of a (P, S) matrix; NaN where the design cannot say (one seed with a fixed problem set)."""
+def _variance(values: np.ndarray, population: str, seed_variance=None) -> tuple[float, float, float]:
+    """(Var(mean), df, seed share) of a (P, S) matrix, the seed share the part of Var(mean) estimated from the
+    seed mean square (S - 1 df); NaN where the design cannot say (one seed with a fixed problem set)."""
     n_prob, n_seed = values.shape
     seed_means = values.mean(axis=0)  # (S,)
     if n_seed > 1 and (population == "fixed" or n_prob == 1):  # paired t on per-seed means
         seed_part = float(seed_means.var(ddof=1)) / n_seed if seed_variance is None else seed_variance
-        return seed_part, float(n_seed - 1)
+        return seed_part, float(n_seed - 1), 1.0
     if n_seed > 1:
         _, var, df = crossed_variance(values, seed_variance)
-        return float(var), float(df)
+        seed_part = mean_squares(values)[1] / (n_seed * n_prob) if seed_variance is None else seed_variance
+        return float(var), float(df), float(min(1.0, seed_part / var)) if var > 0 else np.nan
     if n_prob > 1 and population == "problems":  # one seed: the problems only, marked by the caller
-        return float(values.mean(axis=1).var(ddof=1)) / n_prob, float(n_prob - 1)
-    return np.nan, np.nan
+        return float(values.mean(axis=1).var(ddof=1)) / n_prob, float(n_prob - 1), 0.0
+    return np.nan, np.nan, np.nan
 
 
 def crossed_estimate(
@@ -157,7 +160,7 @@ def crossed_estimate(
     values = np.asarray(values, dtype=np.float64)
     mean = float(values.mean()) if values.size else np.nan
     seed_std = float(values.mean(axis=0).std(ddof=1)) if values.shape[1] > 1 else np.nan
-    var, df = _variance(values, population, seed_variance) if values.size else (np.nan, np.nan)
+    var, df, share = _variance(values, population, seed_variance) if values.size else (np.nan, np.nan, np.nan)
     if not np.isfinite(var):
         return Estimate(mean, np.nan, np.nan, np.nan, seed_std, np.nan)
     if var == 0.0:  # every problem and seed gives the same value
@@ -165,7 +168,7 @@ def crossed_estimate(
     se = float(np.sqrt(var))
     half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
     p = float(2 * stats.t.sf(abs(mean) / se, df))
-    return Estimate(mean, mean - half, mean + half, p, seed_std, df, se)
+    return Estimate(mean, mean - half, mean + half, p, seed_std, df, se, share)
 
 
 def crossed_log_ratio(
@@ -224,34 +227,57 @@ def _plugin_noncentrality(df: float, alpha: float, power: float) -> float:
     return _solve_noncentrality(lambda d: float(_power(np.array(d), df, crit)), crit, power)
 
 
-def se_ratio_nodes(df: float) -> np.ndarray:
-    """(SE_NODES,) equal-probability nodes of se_hat / se = sqrt(chi2(df) / df), the sampling distribution of an
-    estimated standard error with `df` degrees of freedom (Satterthwaite's approximation): the square roots of
-    the chi-square quantiles at the bin midpoints (i + 0.5) / SE_NODES, divided by df."""
+def se_ratio_nodes(df: float, seed_share: float = np.nan, seed_df: float = np.nan) -> np.ndarray:
+    """(SE_NODES,) equal-probability nodes of u = se_hat / se, the sampling distribution of an estimated standard
+    error, at the bin midpoints q = (i + 0.5) / SE_NODES (u increases with the quantile q).
+
+    Without a seed share: u = sqrt(chi2(df) / df), one chi-square with `df` (Satterthwaite's approximation).
+    With one: se_hat**2 is seed part + problem part, the seed part a mean square on `seed_df` = S - 1 degrees
+    of freedom, MS_s ~ E[MS_s] chi2(S - 1) / (S - 1) (two-way random model: Montgomery, Design and Analysis of
+    Experiments, §13.3), and the problem part, on (P - 1) and (S - 1)(P - 1) df, taken as known.  Its
+    generalized pivotal quantity (Weerahandi 1993, JASA 88:899) se**2 = se_hat**2 (w / x + 1 - w), w =
+    `seed_share` the share of se_hat**2 from MS_s and x = chi2(S - 1) / (S - 1), gives
+        u = 1 / sqrt(w / x + 1 - w):
+    the lower tail of chi2(S - 1) (a seed mean square small by chance), which a single chi-square on the
+    larger Satterthwaite df understates when the seed part is estimated from 2 or 4 df.  w = 1: sqrt(chi2(S -
+    1) / (S - 1)), the paired t's."""
     q = (np.arange(SE_NODES) + 0.5) / SE_NODES
-    return np.sqrt(stats.chi2.ppf(q, df) / df)
+    if not (np.isfinite(seed_share) and np.isfinite(seed_df)):
+        return np.sqrt(stats.chi2.ppf(q, df) / df)
+    x = stats.chi2.ppf(q, seed_df) / seed_df
+    return 1.0 / np.sqrt(seed_share / x + 1.0 - seed_share)
 
 
-def minimum_detectable_effect(se: float, df: float, alpha: float, power: float = POWER) -> float:
+def minimum_detectable_effect(
+    se: float, df: float, alpha: float, power: float = POWER, seed_share: float = np.nan, seed_df: float = np.nan
+) -> float:
     """The printed mde: the true difference that the test detects with `power` on average over the sampling
-    distribution of the standard error it is computed from.  `se` is an estimate, se_hat = u se with
-    u ~ sqrt(chi2(df) / df); printed as delta * se_hat, a true effect of delta * u * se is detected with
-    probability P(|T| > t(1 - alpha/2, df)), T ~ noncentral t(df, delta u), and delta solves
+    distribution of the standard error it is computed from.  `se` is an estimate, se_hat = u se, u on
+    `se_ratio_nodes` (a seed part on `seed_df` = S - 1 df making up `seed_share` of se_hat**2, the rest known;
+    without them u ~ sqrt(chi2(df) / df)); printed as delta * se_hat, a true effect of delta * u * se is
+    detected with probability P(|T| > t(1 - alpha/2, df)), T ~ noncentral t(df, delta u), and delta solves
     E_u[power(delta u)] = `power` (expected power over the nuisance parameter: the assurance of O'Hagan, Stevens
-    & Campbell 2005, Pharm. Stat. 4:187, with the variance as the uncertain parameter; the expectation on
-    `se_ratio_nodes`).  The plug-in `plugin_mde` solves power(delta) = `power` and is met only 61-73% of the time
-    at 3 seeds (benchmarks/report_power.py).  Many df: u -> 1, (z_{1-alpha/2} + z_power) se.  NaN when se or df
-    is not finite."""
+    & Campbell 2005, Pharm. Stat. 4:187, with the variance as the uncertain parameter).  The plug-in
+    `plugin_mde` solves power(delta) = `power` and is met only 59-74% of the time at 3 seeds; at 3 seeds one
+    chi-square on Satterthwaite's df is met 77.2-77.4% of the time in the binomial and problem-dominated regimes,
+    the seed share 78.3-80.6% (10,000 replications; benchmarks/report_power.py, docs/report.md).  Many df and a
+    small seed share: u -> 1, (z_{1-alpha/2} + z_power) se.  NaN when se or df is not finite."""
     if not (np.isfinite(se) and np.isfinite(df)) or df <= 0:
         return np.nan
-    return 0.0 if se == 0.0 else _assurance_noncentrality(float(df), alpha, power) * se
+    if se == 0.0:
+        return 0.0
+    if not (np.isfinite(seed_share) and np.isfinite(seed_df)):  # the cache keys on the Satterthwaite case alone
+        return _assurance_noncentrality(float(df), alpha, power) * se
+    return _assurance_noncentrality(float(df), alpha, power, float(seed_share), float(seed_df)) * se
 
 
-@functools.lru_cache(maxsize=1024)
-def _assurance_noncentrality(df: float, alpha: float, power: float) -> float:
-    """`minimum_detectable_effect`'s delta (about 15 ms to solve): it depends on (df, alpha, power) only, so a
-    report's comparisons with the same degrees of freedom solve it once."""
-    crit, u = float(stats.t.ppf(1 - alpha / 2, df)), se_ratio_nodes(df)
+@functools.lru_cache(maxsize=4096)
+def _assurance_noncentrality(
+    df: float, alpha: float, power: float, seed_share: float = np.nan, seed_df: float = np.nan
+) -> float:
+    """`minimum_detectable_effect`'s delta (about 15 ms to solve): it depends on (df, alpha, power, seed share,
+    seed df) only, so comparisons that share them solve it once."""
+    crit, u = float(stats.t.ppf(1 - alpha / 2, df)), se_ratio_nodes(df, seed_share, seed_df)
     return _solve_noncentrality(lambda d: float(_power(d * u, df, crit).mean()), crit, power)
 
 
@@ -381,6 +407,7 @@ def _compare_one(data: ReportData, frame: pd.DataFrame, arm: str, base: str, con
                 "p_value": np.nan if few else est.p_value,
                 "df": np.nan if few else est.df,
                 "se": est.se,
+                "seed_share": est.seed_share,
                 "seeds": len(seeds),
                 "seed_std": est.seed_std,
                 "too_few_seeds": few,
@@ -405,9 +432,8 @@ def _holm(table: pd.DataFrame, config: ReportConfig) -> pd.DataFrame:
         reject, p_adj, _, _ = multipletests(table.loc[family, "p_value"].to_numpy(), alpha=config.alpha, method="holm")
         table.loc[family, "p_holm"], table.loc[family, "significant"] = p_adj, reject
     level = np.where(table["primary"], config.alpha / max(1, int(family.sum())), config.alpha)
-    table["mde"] = [
-        minimum_detectable_effect(se, df, a) for se, df, a in zip(table["se"], table["df"], level, strict=True)
-    ]
+    parts = zip(table["se"], table["df"], level, table["seed_share"], table["seeds"] - 1, strict=True)
+    table["mde"] = [minimum_detectable_effect(se, df, a, POWER, w, s) for se, df, a, w, s in parts]
     return table
 
 
@@ -418,7 +444,7 @@ def comparisons_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:
     rows = [
         r for arm, base in baseline_pairs(data, config.baseline) for r in _compare_one(data, frame, arm, base, config)
     ]
-    table = pd.DataFrame(rows, columns=[*COMPARISON_COLUMNS, "se"])
+    table = pd.DataFrame(rows, columns=[*COMPARISON_COLUMNS, "se", "seed_share"])
     table["too_few_seeds"] = table["too_few_seeds"].astype(bool)
     table["unhealthy"] = table["unhealthy"].astype(bool)
     if len(table) and not (table["k"] == config.primary_k).any():

@@ -136,11 +136,50 @@ def test_report_mde_is_the_analytic_value_at_alpha_over_the_family_size(tmp_path
     result = _results(tmp_path, {"ha_dw": [0.40, 0.50, 0.60], "dgpo": [0.45, 0.47, 0.44]})
     cmp = result.tables["comparisons"].set_index("arm")
     assert cmp["primary"].all() and len(cmp) == 2
-    for arm in ("ha_dw", "dgpo"):
+    per_problem = lambda m: np.array([np.mean(v) for v in _verdicts(m).values()])  # noqa: E731  (P,)
+    for arm, means in (("ha_dw", [0.40, 0.50, 0.60]), ("dgpo", [0.45, 0.47, 0.44])):
         row = cmp.loc[arm]
-        se = (row["high"] - row["diff"]) / sps.t.ppf(0.975, row["df"])
-        assert row["mde"] == pytest.approx(minimum_detectable_effect(se, row["df"], 0.05 / 2), rel=1e-6)
+        est = crossed_estimate(np.stack([per_problem(m) - per_problem(0.40) for m in means], axis=1), 0.95)
+        assert row["df"] == pytest.approx(est.df) and 0 <= est.seed_share <= 1
+        expected = minimum_detectable_effect(est.se, est.df, 0.05 / 2, seed_share=est.seed_share, seed_df=2)
+        assert row["mde"] == pytest.approx(expected, rel=1e-6)
     assert "mde" in result.tables["verdict"].iloc[1, 3]
+
+
+@pytest.mark.parametrize(("share", "seeds"), [(0.3, 3), (0.7, 3), (0.5, 5)])
+def test_printed_mde_with_a_seed_share_keeps_80pct_power_over_the_seed_mean_squares_chi_square(share, seeds):
+    """se**2 = se_hat**2 (w / x + 1 - w), x = chi2(S - 1) / (S - 1) the seed mean square's ratio to its mean and
+    the problem part known: the power at a true effect of the printed mde, delta se_hat = delta u se, averaged
+    over x (quad, not the mde's own nodes), is 0.8."""
+    df = 4.0  # the test's Satterthwaite df
+    delta, crit = minimum_detectable_effect(1.0, df, 0.05, seed_share=share, seed_df=seeds - 1), sps.t.ppf(0.975, df)
+
+    def power_at(x: float) -> float:
+        u = 1 / np.sqrt(share / x + 1 - share)
+        upper, lower = sps.nct.sf(crit, df, delta * u), sps.nct.cdf(-crit, df, delta * u)
+        power = np.nan_to_num(upper, nan=1.0) + np.nan_to_num(lower, nan=0.0)
+        return power * sps.chi2.pdf(x * (seeds - 1), seeds - 1) * (seeds - 1)
+
+    assert quad(power_at, 0, 60, limit=400)[0] == pytest.approx(0.8, abs=2e-3)
+
+
+def test_a_seed_share_of_one_is_the_paired_t_mde_and_a_smaller_share_asks_for_less():
+    """w = 1: u = sqrt(chi2(S - 1) / (S - 1)), the chi-square on S - 1 df; the mde grows with the share of the
+    standard error that two seed degrees of freedom estimate."""
+    paired = minimum_detectable_effect(0.02, 2, 0.05)
+    assert minimum_detectable_effect(0.02, 2, 0.05, seed_share=1.0, seed_df=2) == pytest.approx(paired, rel=1e-9)
+    mdes = [minimum_detectable_effect(0.02, 3.0, 0.05, seed_share=w, seed_df=2) for w in (0.0, 0.3, 0.6, 1.0)]
+    assert all(a < b for a, b in zip(mdes, mdes[1:]))
+    assert mdes[0] == pytest.approx(plugin_mde(0.02, 3.0, 0.05), rel=1e-6)  # w = 0: se_hat is the true se
+
+
+def test_the_seed_share_is_the_seed_mean_square_part_of_the_crossed_variance_and_one_for_the_paired_t():
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 0.1, size=(30, 4)) + rng.normal(0, 0.3, size=(30, 1)) + rng.normal(0, 0.05, size=(1, 4))
+    _, ms_s, _, _ = mean_squares(x)
+    est = crossed_estimate(x, 0.95)
+    assert est.seed_share == pytest.approx(ms_s / x.size / est.se**2)
+    assert crossed_estimate(x, 0.95, "fixed").seed_share == 1.0
 
 
 def test_crossed_variance_is_the_two_way_anova_combination_of_mean_squares():
