@@ -372,11 +372,13 @@ def seed_effect(
     jack = None if pair is None else seed_jackknife(*pair, refits, statistic)
     if not relative:
         est = crossed_estimate(a - b, confidence, population, jack)
-        return est.mean, est.low, est.high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
+        mde = minimum_detectable_effect(est.se, est.df, alpha, seed_share=est.seed_share, seed_df=len(seeds) - 1.0)
+        return est.mean, est.low, est.high, len(seeds), mde
     if crossed:
         est = crossed_log_ratio(a, b, confidence, jack)
         effect, low, high = (float(np.expm1(v)) for v in (est.mean, est.low, est.high))
-        return effect, low, high, len(seeds), minimum_detectable_effect(est.se, est.df, alpha)
+        mde = minimum_detectable_effect(est.se, est.df, alpha, seed_share=est.seed_share, seed_df=len(seeds) - 1.0)
+        return effect, low, high, len(seeds), mde
     a, b = a.mean(axis=0), b.mean(axis=0)  # per-seed means (S,)
     effect, low, high = log_ratio_interval(a, b, confidence, jack)
     se = np.log(a / b).std(ddof=1) / np.sqrt(len(seeds)) if np.isfinite(effect) and len(seeds) > 1 else np.nan

@@ -12,7 +12,7 @@ from scipy import stats
 
 from benchctl.errors import BenchctlError
 from benchctl.report.claims import EXCLUDED, Claim, evaluate_claims, log_ratio_interval, read_claims, verdict
-from benchctl.report.stats import crossed_log_ratio, crossed_variance, minimum_detectable_effect
+from benchctl.report.stats import crossed_log_ratio, crossed_variance, mean_squares, minimum_detectable_effect
 
 
 def _data(per_seed: dict[tuple[str, int], list[float]], acr: dict[str, float] | None = None):
@@ -218,7 +218,10 @@ def test_a_relative_passk_claim_is_the_ratio_of_means_with_the_crossed_delta_met
     log_ratio, half = np.log(arm.mean() / base.mean()), stats.t.ppf(0.975, df) * np.sqrt(var)
     assert row.effect == pytest.approx(arm.mean() / base.mean() - 1)
     assert (row.low, row.high) == pytest.approx((np.expm1(log_ratio - half), np.expm1(log_ratio + half)))
-    assert row.mde == pytest.approx(np.expm1(minimum_detectable_effect(np.sqrt(var), df, 0.05)))
+    seeds = z.shape[1]
+    share = mean_squares(z)[1] / z.size / var  # the part of the variance estimated on seeds - 1 df
+    mde = minimum_detectable_effect(np.sqrt(var), df, 0.05, seed_share=share, seed_df=seeds - 1)
+    assert row.mde == pytest.approx(np.expm1(mde))
 
 
 def test_problems_that_favour_the_arm_widen_a_relative_passk_interval_only_for_new_problems():
