@@ -107,11 +107,14 @@ FAILED = Fit(np.nan, np.nan, np.nan, np.nan, np.nan)
 
 @dataclass(frozen=True)
 class Profile:
-    """The residual sum of squares profiled over C_mid (`midpoint_profile`): the grid of C_mid, SSE(C_mid) on it,
-    the residual degrees of freedom n - p, and the fit's minimum SSE."""
+    """The least-squares fit on a grid of (B, C_mid) (`midpoint_profile`): the C_mid of its columns (C,), and per
+    cell (B, C) the residual sum of squares, the best A and the SSE's curvature in A; the residual degrees of
+    freedom n - p and the fit's minimum SSE."""
 
     c_mid: np.ndarray
     sse: np.ndarray
+    a: np.ndarray
+    curvature: np.ndarray
     dof: int
     sse_min: float
 
@@ -204,10 +207,11 @@ def fit_arm(points: pd.DataFrame) -> ArmFit:
 
 
 def midpoint_profile(c: np.ndarray, r: np.ndarray, r0: float | None, fit: Fit) -> Profile:
-    """The profile of the least-squares fit over C_mid (Bates & Watts 1988, Sec. 6.1): on a grid of log C_mid over
-    `fit_curve`'s range, SSE(C_mid) = min over B in `B_RANGE` (and A, R0 in closed form, `_linear_part`) of the
-    residual sum of squares of the points with c > 0, with n - p residual degrees of freedom (p = 3 with `r0`
-    fixed, 4 without) and SSE_min the smaller of the grid's and that of `fit`, the least-squares fit."""
+    """The least-squares fit profiled on a grid (Bates & Watts 1988, Sec. 6.1): at each (B, C_mid) of 61 log B in
+    `B_RANGE` x 241 log C_mid over `fit_curve`'s range, the best A (and R0 when `r0` is None) in closed form
+    (`_linear_part`), the residual sum of squares SSE of the points with c > 0, and its curvature in A, d2 SSE / dA2
+    / 2 (sum s^2; with R0 fitted, the same after R0 is profiled out); n - p residual degrees of freedom (p = 3 with
+    `r0` fixed, 4 without), SSE_min the smaller of the grid's and that of `fit`, the least-squares fit."""
     c, r = np.asarray(c, dtype=float), np.asarray(r, dtype=float)
     keep = (c > 0) & np.isfinite(r)
     c, r = c[keep], r[keep]
@@ -217,24 +221,45 @@ def midpoint_profile(c: np.ndarray, r: np.ndarray, r0: float | None, fit: Fit) -
     s = 1.0 / (1.0 + np.exp(np.clip(np.exp(log_b) * (log_mid - log_c), -50, 50)))  # (B, C_mid, n)
     r0_, a = _linear_part(s, r, r0)
     sse = ((r0_[..., None] * (1 - s) + a[..., None] * s - r) ** 2).sum(-1)  # (B, C_mid)
-    profile = sse.min(0)
-    return Profile(
-        np.exp(log_mid[0, :, 0]),
-        profile,
-        len(c) - (3 if r0 is not None else 4),
-        float(min(profile.min(), fit.rmse**2 * len(c))),
-    )
+    curvature = (s * s).sum(-1)
+    if r0 is None:  # the Schur complement of the (R0, A) normal equations
+        curvature = curvature - ((1 - s) * s).sum(-1) ** 2 / np.maximum(((1 - s) ** 2).sum(-1), 1e-12)
+    dof = len(c) - (3 if r0 is not None else 4)
+    return Profile(np.exp(log_mid[0, :, 0]), sse, a, curvature, dof, float(min(sse.min(), fit.rmse**2 * len(c))))
 
 
-def profile_low(profile: Profile | None, confidence: float) -> float:
-    """The lower end of the profile-likelihood interval of C_mid (Bates & Watts 1988, Sec. 6.1; Venzon & Moolgavkar
-    1988): the smallest C_mid whose profile SSE(C_mid) <= SSE_min (1 + t(n - p)^2 / (n - p)), the F(1, n - p) form
-    of the likelihood-ratio test for one parameter of a Gaussian least-squares fit.  NaN without a profile or
-    residual degrees of freedom."""
+def _inside(profile: Profile, confidence: float) -> tuple[np.ndarray, float]:
+    """(the grid cells (B, C_mid) inside the profile-likelihood region of one parameter, the SSE threshold):
+    SSE <= SSE_min (1 + t(n - p)^2 / (n - p)), the F(1, n - p) likelihood-ratio test of one parameter of a
+    Gaussian least-squares fit (Bates & Watts 1988, Sec. 6.1; Venzon & Moolgavkar 1988)."""
+    t = stats.t.ppf(0.5 + confidence / 2, profile.dof)
+    threshold = profile.sse_min * (1 + t * t / profile.dof)
+    return profile.sse <= threshold, threshold
+
+
+def profile_midpoint_low(profile: Profile | None, confidence: float) -> float:
+    """The lower end of the profile-likelihood interval of C_mid (`_inside`): the smallest C_mid at which some B
+    fits the points within the threshold.  NaN without a profile or residual degrees of freedom."""
     if profile is None or profile.dof < 1:
         return np.nan
-    t = stats.t.ppf(0.5 + confidence / 2, profile.dof)
-    return float(profile.c_mid[profile.sse <= profile.sse_min * (1 + t * t / profile.dof)].min())
+    return float(profile.c_mid[_inside(profile, confidence)[0].any(0)].min())
+
+
+def profile_asymptote(profile: Profile | None, confidence: float, c_mid_high: float) -> tuple[float, float]:
+    """The profile-likelihood interval of A (`_inside`) over the curves whose C_mid is at most `c_mid_high` (C_mid's
+    upper limit: the asymptote is read only where the curve is seen to bend; cf. Berger & Boos 1994, a nuisance
+    parameter restricted to its confidence set): SSE is quadratic in A at each (B, C_mid), SSE(A) = SSE +
+    curvature (A - A_hat)^2, so the interval is the union of A_hat +- sqrt((threshold - SSE) / curvature) over the
+    cells, clipped to [0, 1].  NaN without a profile, residual degrees of freedom or such a curve."""
+    if profile is None or profile.dof < 1 or not np.isfinite(c_mid_high):
+        return np.nan, np.nan
+    inside, threshold = _inside(profile, confidence)
+    inside &= profile.c_mid[None, :] <= c_mid_high
+    if not inside.any():
+        return np.nan, np.nan
+    half = np.sqrt((threshold - profile.sse[inside]) / np.maximum(profile.curvature[inside], 1e-12))
+    a = profile.a[inside]
+    return float(np.clip((a - half).min(), 0, 1)), float(np.clip((a + half).max(), 0, 1))
 
 
 def _fit_points(c: np.ndarray, r: np.ndarray) -> Fit:
@@ -283,9 +308,11 @@ def estimates(arm: ArmFit, confidence: float) -> dict[str, float]:
         out.update(
             {name: value, f"{name}_low": np.exp(low) if log else low, f"{name}_high": np.exp(high) if log else high}
         )
-    low = profile_low(arm.profile, confidence)
-    if np.isfinite(low) and np.isfinite(out["midpoint_low"]):
-        out["midpoint_low"] = min(out["midpoint_low"], low)  # the jackknife's, or further down as the profile allows
+    if np.isfinite(out["midpoint_low"]):  # the jackknife's ends, or further out as the profile allows
+        out["midpoint_low"] = np.nanmin([out["midpoint_low"], profile_midpoint_low(arm.profile, confidence)])
+        low, high = profile_asymptote(arm.profile, confidence, out["midpoint_high"])
+        out["asymptote_low"] = np.nanmin([out["asymptote_low"], low])
+        out["asymptote_high"] = np.nanmax([out["asymptote_high"], high])
     out["asymptote_identified"] = identified(out, arm)
     if not out["asymptote_identified"] and p.a > p.r0 and len(arm.reached) >= 2:
         # a rising curve is at least where it got: the lower limit of the seeds' last scores
