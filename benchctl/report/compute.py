@@ -14,20 +14,21 @@ evaluated at step 0].
 Estimate [our choice]: the training run is the unit, the arm's curve the least-squares fit of all its seeds' points
 (`fit_curve`: A in [0, 1], B in `B_RANGE`, C_mid within e^-2 .. e^3 of the data's compute range), and its intervals
 the delete-one-seed jackknife (`jackknife`; Quenouille 1956, Tukey 1958): the fit is repeated without each seed in
-turn and A, log B, log C_mid get the t interval theta +- t(S - 1) SE_jack over the seeds' pseudo-values, except
-that the lower end of C_mid's is the lower of the jackknife's and the profile likelihood's (`midpoint_profile`,
-`profile_low`; Bates & Watts 1988, Sec. 6.1; Venzon & Moolgavkar 1988).  When every evaluation lies past C_mid
-(5 evaluations every 32k tokens for a C_mid of 20k) the points barely bound C_mid from below, the pooled fit's
-C_mid is biased upward with few seeds, and a symmetric interval around it missed the truth from above: C_mid
-covered 90.8-91.0% at 3 seeds (A 93.0-93.9%, B 92.0-93.0%; 800 replications).  The profile measures how far down
-C_mid can move while the curve still fits the points; its upper end is not used, so identification (which reads
-the upper end) and the comparisons (which use the jackknife replicates) are unchanged.  A seed
-evaluated on a linear cadence (every N tokens) has few points on the rise, and its own fit is often pinned to a
+turn and A, log B, log C_mid get the t interval theta +- t(S - 1) SE_jack over the seeds' pseudo-values; two ends
+reach further where the profile likelihood of the pooled fit allows (`midpoint_profile`; Bates & Watts 1988,
+Sec. 6.1; Venzon & Moolgavkar 1988): C_mid's lower end (`profile_midpoint_low`) and both ends of A's, over the curves
+whose C_mid is within C_mid's upper limit (`profile_asymptote`).  When every evaluation lies past C_mid (5
+evaluations every 32k tokens for a C_mid of 20k) the points barely bound C_mid from below, the pooled fit's C_mid is
+biased upward with 3 seeds, and the jackknife's interval, symmetric around it on the log scale, missed the truth
+from above: it covered C_mid 90.8-91.0% and A 93.0-93.9% (800 replications); the profile says how far C_mid and A
+can move while the curve still fits the points.  C_mid's upper end stays the jackknife's (the profile's reaches past
+the budget in most such fits and would leave no arm identified), and comparisons use the jackknife replicates.  A
+seed evaluated on a linear cadence (every N tokens) has few points on the rise, and its own fit is often pinned to a
 bound or far past the budget; the pooled fit uses every seed's points, and a seed whose curve rises late moves the
 arm's C_mid and widens its interval instead of vetoing the arm.  Means over per-seed fits with a t interval covered
-A 78-97% and C_mid 51-97% on linear cadences (5-8 evaluations), and identified fewer arms at 10 seeds than at 3 or
-5 (benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the
-fit of its points and no interval.
+A 78-97% and C_mid 51-97% on linear cadences (5-8 evaluations), and identified fewer arms at 10 seeds than at 3 or 5
+(benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the fit
+of its points and no interval.
 
 Identification: the asymptote is *identified* only when the fitted C_mid and the upper end of its interval lie
 within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), neither A nor its
@@ -297,7 +298,8 @@ def t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, flo
 def estimates(arm: ArmFit, confidence: float) -> dict[str, float]:
     """The fits-table numbers of one arm: A, B, C_mid of the pooled fit with the t interval over the seeds'
     jackknife replicates (B and C_mid on the log scale; no interval under 2 seeds), C_mid's lower end moved down to
-    the profile likelihood's where that is lower (`profile_low`), and whether the asymptote is identified."""
+    the profile likelihood's where that is lower (`profile_midpoint_low`), A's widened to the profile likelihood's
+    over the curves within C_mid's upper limit (`profile_asymptote`), and whether the asymptote is identified."""
     out = {}
     p = arm.pooled
     for j, (name, value, log) in enumerate(
