@@ -1,7 +1,7 @@
 """Coverage and false calls of the report's compute-curve fits (ScaleRL), on simulated training curves.
 
     python benchmarks/report_compute_coverage.py [--reps 400] [--seed 0] [--cadence all|geometric|linear]
-    (400 reps of the 11 regimes: about 32 minutes on 2 shared cores)
+    (400 reps of the 11 regimes: about 14 minutes on 2 shared cores)
 
 Each replication draws the held-out pass@1 of S seeds of each of four arms at step 0 and at n compute points up to
 a budget of 160k rollout tokens, on one of two cadences: `geometric` (8 points 2k .. 160k, log-spaced) or `linear`

@@ -14,13 +14,21 @@ evaluated at step 0].
 Estimate [our choice]: the training run is the unit, the arm's curve the least-squares fit of all its seeds' points
 (`fit_curve`: A in [0, 1], B in `B_RANGE`, C_mid within e^-2 .. e^3 of the data's compute range), and its intervals
 the delete-one-seed jackknife (`jackknife`; Quenouille 1956, Tukey 1958): the fit is repeated without each seed in
-turn and A, log B, log C_mid get the t interval theta +- t(S - 1) SE_jack over the seeds' pseudo-values.  A seed
-evaluated on a linear cadence (every N tokens) has few points on the rise, and its own fit is often pinned to a
+turn and A, log B, log C_mid get the t interval theta +- t(S - 1) SE_jack over the seeds' pseudo-values; two ends
+reach further where the profile likelihood of the pooled fit allows (`midpoint_profile`; Bates & Watts 1988,
+Sec. 6.1; Venzon & Moolgavkar 1988): C_mid's lower end (`profile_midpoint_low`) and both ends of A's, over the curves
+whose C_mid is within C_mid's upper limit (`profile_asymptote`).  When every evaluation lies past C_mid (5
+evaluations every 32k tokens for a C_mid of 20k) the points barely bound C_mid from below, the pooled fit's C_mid is
+biased upward with 3 seeds, and the jackknife's interval, symmetric around it on the log scale, missed the truth
+from above: it covered C_mid 90.8-91.0% and A 93.0-93.9% (800 replications); the profile says how far C_mid and A
+can move while the curve still fits the points.  C_mid's upper end stays the jackknife's (the profile's reaches past
+the budget in most such fits and would leave no arm identified), and comparisons use the jackknife replicates.  A
+seed evaluated on a linear cadence (every N tokens) has few points on the rise, and its own fit is often pinned to a
 bound or far past the budget; the pooled fit uses every seed's points, and a seed whose curve rises late moves the
 arm's C_mid and widens its interval instead of vetoing the arm.  Means over per-seed fits with a t interval covered
-A 78-97% and C_mid 51-97% on linear cadences (5-8 evaluations), and identified fewer arms at 10 seeds than at 3 or
-5 (benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the
-fit of its points and no interval.
+A 78-97% and C_mid 51-97% on linear cadences (5-8 evaluations), and identified fewer arms at 10 seeds than at 3 or 5
+(benchmarks/report_compute_coverage.py; the jackknife's figures: docs/report.md).  An arm with one seed gets the fit
+of its points and no interval.
 
 Identification: the asymptote is *identified* only when the fitted C_mid and the upper end of its interval lie
 within the largest compute the arm was evaluated at (`max_tokens`: half the gain was seen), neither A nor its
@@ -37,7 +45,7 @@ when the midpoint's ratio CI is below 1 (it gets there with less compute).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -99,15 +107,31 @@ FAILED = Fit(np.nan, np.nan, np.nan, np.nan, np.nan)
 
 
 @dataclass(frozen=True)
+class Profile:
+    """The least-squares fit on a grid of (B, C_mid) (`midpoint_profile`): the C_mid of its columns (C,), and per
+    cell (B, C) the residual sum of squares, the best A and the SSE's curvature in A; the residual degrees of
+    freedom n - p and the fit's minimum SSE."""
+
+    c_mid: np.ndarray
+    sse: np.ndarray
+    a: np.ndarray
+    curvature: np.ndarray
+    dof: int
+    sse_min: float
+
+
+@dataclass(frozen=True)
 class ArmFit:
     """One (arm, task): the fit of the arm's pooled points (the estimate), the seeds' jackknife replicates (S, 3) of
-    (A, B, C_mid) (`jackknife`; empty with one seed), the largest compute evaluated, and each seed's score at its
-    own largest compute (`reached`)."""
+    (A, B, C_mid) (`jackknife`; empty with one seed), the largest compute evaluated, each seed's score at its own
+    largest compute (`reached`), and the profile of the residual sum of squares over C_mid (`midpoint_profile`;
+    empty with one seed)."""
 
     pooled: Fit
     replicates: np.ndarray
     max_tokens: float
     reached: np.ndarray = field(default_factory=lambda: np.empty(0))
+    profile: Profile | None = None
 
 
 def _linear_part(s: np.ndarray, r: np.ndarray, r0: float | None) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +200,67 @@ def fit_arm(points: pd.DataFrame) -> ArmFit:
     if pooled.ok and len(np.unique(seed)) > 1:
         replicates = jackknife(pooled, [_fit_points(c[seed != s], r[seed != s]) for s in np.unique(seed)])
     last = points.sort_values("tokens", kind="stable").groupby("seed")["score"].last()
-    return ArmFit(pooled, replicates, float(c.max()), last.to_numpy(dtype=float))
+    arm = ArmFit(pooled, replicates, float(c.max()), last.to_numpy(dtype=float))
+    if len(replicates):
+        start = r[(c <= 0) & np.isfinite(r)]
+        arm = replace(arm, profile=midpoint_profile(c, r, float(start.mean()) if len(start) else None, pooled))
+    return arm
+
+
+def midpoint_profile(c: np.ndarray, r: np.ndarray, r0: float | None, fit: Fit) -> Profile:
+    """The least-squares fit profiled on a grid (Bates & Watts 1988, Sec. 6.1): at each (B, C_mid) of 61 log B in
+    `B_RANGE` x 241 log C_mid over `fit_curve`'s range, the best A (and R0 when `r0` is None) in closed form
+    (`_linear_part`), the residual sum of squares SSE of the points with c > 0, and its curvature in A, d2 SSE / dA2
+    / 2 (sum s^2; with R0 fitted, the same after R0 is profiled out); n - p residual degrees of freedom (p = 3 with
+    `r0` fixed, 4 without), SSE_min the smaller of the grid's and that of `fit`, the least-squares fit."""
+    c, r = np.asarray(c, dtype=float), np.asarray(r, dtype=float)
+    keep = (c > 0) & np.isfinite(r)
+    c, r = c[keep], r[keep]
+    log_c = np.log(c)
+    log_b = np.linspace(*np.log(B_RANGE), 61)[:, None, None]  # (B, 1, 1)
+    log_mid = np.linspace(log_c.min() - 2, log_c.max() + 3, 241)[None, :, None]  # (1, C_mid, 1)
+    s = 1.0 / (1.0 + np.exp(np.clip(np.exp(log_b) * (log_mid - log_c), -50, 50)))  # (B, C_mid, n)
+    r0_, a = _linear_part(s, r, r0)
+    sse = ((r0_[..., None] * (1 - s) + a[..., None] * s - r) ** 2).sum(-1)  # (B, C_mid)
+    curvature = (s * s).sum(-1)
+    if r0 is None:  # the Schur complement of the (R0, A) normal equations
+        curvature = curvature - ((1 - s) * s).sum(-1) ** 2 / np.maximum(((1 - s) ** 2).sum(-1), 1e-12)
+    dof = len(c) - (3 if r0 is not None else 4)
+    return Profile(np.exp(log_mid[0, :, 0]), sse, a, curvature, dof, float(min(sse.min(), fit.rmse**2 * len(c))))
+
+
+def _inside(profile: Profile, confidence: float) -> tuple[np.ndarray, float]:
+    """(the grid cells (B, C_mid) inside the profile-likelihood region of one parameter, the SSE threshold):
+    SSE <= SSE_min (1 + t(n - p)^2 / (n - p)), the F(1, n - p) likelihood-ratio test of one parameter of a
+    Gaussian least-squares fit (Bates & Watts 1988, Sec. 6.1; Venzon & Moolgavkar 1988)."""
+    t = stats.t.ppf(0.5 + confidence / 2, profile.dof)
+    threshold = profile.sse_min * (1 + t * t / profile.dof)
+    return profile.sse <= threshold, threshold
+
+
+def profile_midpoint_low(profile: Profile | None, confidence: float) -> float:
+    """The lower end of the profile-likelihood interval of C_mid (`_inside`): the smallest C_mid at which some B
+    fits the points within the threshold.  NaN without a profile or residual degrees of freedom."""
+    if profile is None or profile.dof < 1:
+        return np.nan
+    return float(profile.c_mid[_inside(profile, confidence)[0].any(0)].min())
+
+
+def profile_asymptote(profile: Profile | None, confidence: float, c_mid_high: float) -> tuple[float, float]:
+    """The profile-likelihood interval of A (`_inside`) over the curves whose C_mid is at most `c_mid_high` (C_mid's
+    upper limit: the asymptote is read only where the curve is seen to bend; cf. Berger & Boos 1994, a nuisance
+    parameter restricted to its confidence set): SSE is quadratic in A at each (B, C_mid), SSE(A) = SSE +
+    curvature (A - A_hat)^2, so the interval is the union of A_hat +- sqrt((threshold - SSE) / curvature) over the
+    cells, clipped to [0, 1].  NaN without a profile, residual degrees of freedom or such a curve."""
+    if profile is None or profile.dof < 1 or not np.isfinite(c_mid_high):
+        return np.nan, np.nan
+    inside, threshold = _inside(profile, confidence)
+    inside &= profile.c_mid[None, :] <= c_mid_high
+    if not inside.any():
+        return np.nan, np.nan
+    half = np.sqrt((threshold - profile.sse[inside]) / np.maximum(profile.curvature[inside], 1e-12))
+    a = profile.a[inside]
+    return float(np.clip((a - half).min(), 0, 1)), float(np.clip((a + half).max(), 0, 1))
 
 
 def _fit_points(c: np.ndarray, r: np.ndarray) -> Fit:
@@ -213,8 +297,9 @@ def t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, flo
 
 def estimates(arm: ArmFit, confidence: float) -> dict[str, float]:
     """The fits-table numbers of one arm: A, B, C_mid of the pooled fit with the t interval over the seeds'
-    jackknife replicates (B and C_mid on the log scale; no interval under 2 seeds), and whether the asymptote is
-    identified."""
+    jackknife replicates (B and C_mid on the log scale; no interval under 2 seeds), C_mid's lower end moved down to
+    the profile likelihood's where that is lower (`profile_midpoint_low`), A's widened to the profile likelihood's
+    over the curves within C_mid's upper limit (`profile_asymptote`), and whether the asymptote is identified."""
     out = {}
     p = arm.pooled
     for j, (name, value, log) in enumerate(
@@ -225,6 +310,11 @@ def estimates(arm: ArmFit, confidence: float) -> dict[str, float]:
         out.update(
             {name: value, f"{name}_low": np.exp(low) if log else low, f"{name}_high": np.exp(high) if log else high}
         )
+    if np.isfinite(out["midpoint_low"]):  # the jackknife's ends, or further out as the profile allows
+        out["midpoint_low"] = np.nanmin([out["midpoint_low"], profile_midpoint_low(arm.profile, confidence)])
+        low, high = profile_asymptote(arm.profile, confidence, out["midpoint_high"])
+        out["asymptote_low"] = np.nanmin([out["asymptote_low"], low])
+        out["asymptote_high"] = np.nanmax([out["asymptote_high"], high])
     out["asymptote_identified"] = identified(out, arm)
     if not out["asymptote_identified"] and p.a > p.r0 and len(arm.reached) >= 2:
         # a rising curve is at least where it got: the lower limit of the seeds' last scores
