@@ -16,10 +16,20 @@ Requests go through vLLM's `LLM.enqueue` and `llm_engine.step()`, a window of `c
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from benchctl.engine.cache import mark_weights_replaced, shared_llm
+from benchctl.engine.cache import (
+    EngineUnusableError,
+    check_usable,
+    mark_asleep,
+    mark_broken,
+    mark_weights_replaced,
+    shared_llm,
+    state,
+    wake,
+)
 from benchctl.engine.config import EngineConfig, Sample, SamplingConfig, check_model, prompt_seed
 from benchctl.engine.progress import GenerationProgress
 from benchctl.engine.startup import first_line, on_cpu
@@ -101,6 +111,7 @@ class Engine:
         if seed_keys is not None and len(seed_keys) != len(prompts):
             raise BenchctlError(f"seed_keys has {len(seed_keys)} entries for {len(prompts)} prompts")
         keys = range(len(prompts)) if seed_keys is None else seed_keys
+        self._check_awake()
         engine = self.llm.llm_engine
         index_of: dict[str, int] = {}
         done: dict[int, list[Sample]] = {}
@@ -165,6 +176,7 @@ class Engine:
         ids = [int(t) for t in token_ids]
         if len(ids) < 2:
             raise BenchctlError("prompt_logprobs needs at least 2 tokens (the first has no log-probability)")
+        self._check_awake()
         params = SamplingParams(n=1, temperature=0.0, max_tokens=1, prompt_logprobs=0)
         try:
             (out,) = self.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
@@ -176,19 +188,49 @@ class Engine:
         """Replace the model weights in place with `state_dict` (Hugging Face parameter names), e.g. a trainer's
         policy (`benchctl.engine.weights.swap_weights`: in place on CPU, else vLLM's `reload_weights` worker RPC;
         the prefix cache cleared). The next `Engine` built on this LLM starts from the checkpoint again."""
+        self._check_awake()  # a sleeping LLM's weights are unmapped (TRL wakes them before its sync too)
         swap_weights(self.llm, state_dict)
         mark_weights_replaced(self._key)
 
     def sleep(self) -> None:
         """GPU sleep mode: offload the weights and free the KV cache while a colocated trainer updates the
-        policy (`wake_up` before the next `load_weights`); a no-op unless built with `sleep_mode` on a GPU."""
-        if self.config.sleep_mode and not on_cpu():
+        policy (`wake_up` before the next `load_weights`; `asleep` does both); a no-op unless built with
+        `sleep_mode` on a GPU. A failed sleep leaves the LLM broken (`benchctl.engine.cache`)."""
+        if not self._sleeps():
+            return
+        check_usable(self._key, self.config.model)
+        mark_asleep(self._key)  # from here until a wake-up succeeds: a generation is refused, not left waiting
+        try:
             self.llm.sleep(level=1)
+        except Exception as exc:  # noqa: BLE001 - half asleep: unusable in this process
+            mark_broken(self._key)
+            raise EngineUnusableError(f"could not put the vLLM engine to sleep: {first_line(exc)}") from exc
 
     def wake_up(self) -> None:
-        """Undo `sleep` (no-op where `sleep` is)."""
-        if self.config.sleep_mode and not on_cpu():
-            self.llm.wake_up()
+        """Undo `sleep` (no-op where `sleep` is); a failed wake-up leaves the LLM broken (`EngineUnusableError`)."""
+        if self._sleeps() and state(self._key) == "asleep":
+            wake(self._key, self.llm, self.config.model)
+
+    @contextmanager
+    def asleep(self, wake_timer: AbstractContextManager | None = None) -> Iterator[None]:
+        """Sleep for the block and wake up after it, also when it raises (a CUDA out-of-memory error in the
+        update above all), as TRL's colocate mode wakes the engine before its next use; `wake_timer` times the
+        wake-up (the trainer's `time/sync`). An error of the wake-up itself is raised with the block's chained."""
+        self.sleep()
+        try:
+            yield
+        finally:
+            with wake_timer or nullcontext():
+                self.wake_up()
+
+    def _sleeps(self) -> bool:
+        return self.config.sleep_mode and not on_cpu()
+
+    def _check_awake(self) -> None:
+        """A request to a sleeping LLM would wait for ever (its scheduler is paused): refuse it in one line."""
+        check_usable(self._key, self.config.model)
+        if state(self._key) == "asleep":
+            raise BenchctlError("the vLLM engine is asleep (Engine.sleep); wake it up before using it")
 
 
 def trainer_engine(model: str, device: str, gpu_memory_utilization: float) -> Engine:

@@ -4,10 +4,14 @@ A failure is *outside* the cell [our choice] when its cause, anywhere in the exc
 `__context__`, a Ray task error's `cause`), is one of:
 - the process running it died: Ray's `WorkerCrashedError` / `ActorDiedError`, a process pool whose worker died
   (`BrokenProcessPool`), a child process ended by a signal (`benchctl.errors.KilledError`, `exit_status_cause`);
-- memory ran out: Ray's memory monitor (`OutOfMemoryError`), Python's `MemoryError`, torch's `OutOfMemoryError`;
+- memory ran out: Ray's memory monitor (`OutOfMemoryError`), Python's `MemoryError`, torch's `OutOfMemoryError`
+  (a CUDA out-of-memory error: on a GPU the cell runs again in a new process, `benchctl.matrix.runner`);
+- the GPU failed: torch's `AcceleratorError` (a CUDA error such as an illegal memory access leaves the process's
+  CUDA context unusable; a new process may succeed);
 - the node or the cluster went away: `NodeDiedError`, `LocalRayletDiedError`, `ObjectLostError` and its kinds
   (`OwnerDiedError`, ...), `RaySystemError`;
-- the generation engine would not start or died (`benchctl.errors.EngineStartError`, vLLM's `EngineDeadError`).
+- the generation engine would not start, died or was left broken by a failed sleep or wake-up
+  (`benchctl.errors.EngineStartError`, vLLM's `EngineDeadError`, `benchctl.engine.cache.EngineUnusableError`).
 Everything else is *in* the cell: a `BenchctlError` naming a bad setting, a traceback in benchctl, a refused
 resume. Classes are matched by name along each exception's MRO, so neither Ray, torch nor vLLM is imported here.
 """
@@ -30,6 +34,8 @@ OUTSIDE_CAUSES = {
     "RaySystemError": "Ray system error",
     "EngineStartError": "engine start-up",
     "EngineDeadError": "engine died",
+    "EngineUnusableError": "engine left unusable",
+    "AcceleratorError": "GPU error",
 }
 
 

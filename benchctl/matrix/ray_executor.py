@@ -55,6 +55,18 @@ def _call(work, cell):
     return work(cell)
 
 
+def cell_task(ray, gpu: bool):
+    """The Ray remote function running one cell: one GPU and one worker process per call where there are GPUs
+    (`max_calls=1`), one CPU and a reused worker elsewhere [our choice]. Ray 2.60 makes a function declared with
+    GPUs non-reusable only when `num_gpus` is given to `ray.remote` itself (`RemoteFunction.__init__` sets
+    `max_calls=1` then); `.options(num_gpus=1)` cannot set `max_calls`, so a worker reused for the next GPU cell
+    kept the previous cell's vLLM engine, its CuMemAllocator and its GPU memory (issue 40). On CPUs a reused
+    worker keeps its engine on purpose: the next cell of the same model does not start vLLM again."""
+    if gpu:
+        return ray.remote(num_gpus=1, num_cpus=1, max_calls=1, max_retries=0)(_call)
+    return ray.remote(num_gpus=0, num_cpus=1, max_retries=0)(_call)
+
+
 def cells_that_fit(available: float, cell_gib: float = CPU_CELL_GIB, headroom_gib: float = HEADROOM_GIB) -> int:
     """How many CPU cells the memory available now (GiB) holds: one per `cell_gib` above `headroom_gib`."""
     return max(0, math.floor((available - headroom_gib) / cell_gib))
@@ -89,7 +101,7 @@ def ray_executor(
     try:
         resources = ray.cluster_resources()
         gpus = resources.get("GPU", 0)
-        task = ray.remote(_call).options(num_gpus=1 if gpus >= 1 else 0, num_cpus=1, max_retries=0)
+        task = cell_task(ray, gpus >= 1)
         slots = max(1, int(gpus if gpus >= 1 else resources.get("CPU", 1)))
         by_memory = gpus < 1 and len(ray.nodes()) == 1  # this machine is the cluster: its memory is the cells'
         slots = min(slots, max(1, cells_that_fit(available_gib(), cell_gib))) if by_memory else slots

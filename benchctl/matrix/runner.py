@@ -99,13 +99,47 @@ Executor = Callable[[Sequence[Cell], Work, Callable[[Cell], None], Callable[[Cel
 
 
 def serial_executor(cells: Sequence[Cell], work: Work, on_start, on_done, address: str | None = None) -> None:
-    """One cell after another in this process; stops after an interrupted cell (`address`: unused)."""
+    """One cell after another; stops after an interrupted cell (`address`: unused). A cell that trains on a GPU
+    runs in a new process of its own (`in_new_process`), every other one in this process."""
     for cell in cells:
         on_start(cell)
-        outcome = work(cell)
+        outcome = in_new_process(work, cell) if on_gpu(cell) else work(cell)
         on_done(cell, outcome)
         if outcome.status == "interrupted":
             return
+
+
+def on_gpu(cell: Cell) -> bool:
+    """Whether `cell` trains with benchctl's own trainer on a GPU (`device` auto -> cuda where CUDA is present)."""
+    from benchctl.trainers.device import resolve_device
+
+    values = cell.train_values()
+    return values.get("engine", "native") == "native" and resolve_device(values.get("device", "auto")) == "cuda"
+
+
+def in_new_process(work: Work, cell: Cell) -> CellOutcome:
+    """`work(cell)` in a new (spawned) process that ends with it, so no vLLM engine, CuMemAllocator or CUDA
+    context outlives the cell [our choice, issue 40]: vLLM allows one sleep-mode engine per process, an engine left
+    asleep or broken by a failure is never used again, and a cell retried after a CUDA out-of-memory error starts
+    on a clean GPU. The process is started afresh for every run of the cell (the engine start-up is paid per cell).
+    Ctrl-C reaches the child too (same process group): it finishes its step, checkpoints and returns `interrupted`.
+    A child that dies is a failure from outside the cell (`BrokenProcessPool`: worker died)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        future = pool.submit(work, cell)
+        try:
+            try:
+                return future.result()
+            except KeyboardInterrupt:  # the child got it too: wait for its checkpoint and outcome
+                return future.result()
+        except Exception as exc:  # noqa: BLE001 - the child died (or could not start): this cell failed
+            seconds = time.perf_counter() - start
+            text = " ".join(str(exc).split()) or type(exc).__name__
+            reason = f"{type(exc).__name__}: {text}"
+            return CellOutcome(cell.name, "failed", reason, seconds, outside=outside_cause(exc))
 
 
 def _ray(cells: Sequence[Cell], work: Work, on_start, on_done, address: str | None = None) -> None:

@@ -101,30 +101,31 @@ def train_step(
     times, start, step = PhaseTimer(), time.perf_counter(), state.step + 1
     # ---- rollout + reward (DAPO dynamic sampling repeats both until enough groups are informative) ---------
     got = collect(sampler, step, state.data_pos, times)
-    # ---- advantage ----------------------------------------------------------------------------------------
-    with times("advantage"):
-        seq_adv = est.advantages(got.rewards)  # (S, G): the one registry call, on every group sampled
-        trained = got.trained()  # (P,) the groups the update trains (the filter comes after the estimator)
-        samples = [x for i in trained for x in got.groups[i]]  # N = P * G rollouts, group-major
-        prompts, completions = [x.prompt_token_ids for x in samples], [x.token_ids for x in samples]
-        batch = pack(prompts, completions, policy.pad_id, policy.device)
-        kept_adv = (seq_adv[trained] * got.keep[trained, None]).reshape(-1)  # (N,); a dropped group trains with A = 0
-        token_adv, scored = np.zeros(batch.tokens.shape), np.flatnonzero(kept_adv)  # (N, T); rows with A != 0
-        if scored.size:  # a row with A = 0 has token advantages A x w = 0 (§7): no scores, no weights
-            scores, reasoning = importance_scores(cfg, sampler, policy, est.token_scores, batch, samples, scored)
-            token_adv[scored] = est.token_advantages(kept_adv[scored], scores, reasoning)  # (n, T)
-    token_adv = torch.as_tensor(token_adv, dtype=torch.float32, device=policy.device)
-    degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
-    nondegenerate = torch.as_tensor(np.repeat(~degenerate, cfg.group_size), device=policy.device)
-    engine_lp = sampled_logprobs(samples, batch)
-    # ---- loss + update ------------------------------------------------------------------------------------
-    sampler.engine.sleep()
-    with threads(policy.threads), deterministic(policy.device == "cpu"):  # same seed, same bits (device.deterministic)
-        diagnostics, proxy_rows = measure(cfg, policy, batch, engine_lp, token_adv, times)
-        update_metrics = update(cfg, policy, loss, step, batch, token_adv, nondegenerate, engine_lp, times)
-    # ---- sync ---------------------------------------------------------------------------------------------
+    # the engine sleeps from here to the sync (weights to CPU, KV cache freed): OAR's importance scoring and the
+    # update run beside no awake engine, and it wakes up also when they raise (a CUDA out-of-memory error)
+    with sampler.engine.asleep(wake_timer=times("sync")):
+        # ---- advantage ------------------------------------------------------------------------------------
+        with times("advantage"):
+            seq_adv = est.advantages(got.rewards)  # (S, G): the one registry call, on every group sampled
+            trained = got.trained()  # (P,) the groups the update trains (the filter comes after the estimator)
+            samples = [x for i in trained for x in got.groups[i]]  # N = P * G rollouts, group-major
+            prompts, completions = [x.prompt_token_ids for x in samples], [x.token_ids for x in samples]
+            batch = pack(prompts, completions, policy.pad_id, policy.device)
+            kept_adv = (seq_adv[trained] * got.keep[trained, None]).reshape(-1)  # (N,); dropped group: A = 0
+            token_adv, scored = np.zeros(batch.tokens.shape), np.flatnonzero(kept_adv)  # (N, T); rows with A != 0
+            if scored.size:  # a row with A = 0 has token advantages A x w = 0 (§7): no scores, no weights
+                scores, reasoning = importance_scores(cfg, sampler, policy, est.token_scores, batch, samples, scored)
+                token_adv[scored] = est.token_advantages(kept_adv[scored], scores, reasoning)  # (n, T)
+        token_adv = torch.as_tensor(token_adv, dtype=torch.float32, device=policy.device)
+        degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
+        nondegenerate = torch.as_tensor(np.repeat(~degenerate, cfg.group_size), device=policy.device)
+        engine_lp = sampled_logprobs(samples, batch)
+        # ---- loss + update --------------------------------------------------------------------------------
+        with threads(policy.threads), deterministic(policy.device == "cpu"):  # same seed, same bits
+            diagnostics, proxy_rows = measure(cfg, policy, batch, engine_lp, token_adv, times)
+            update_metrics = update(cfg, policy, loss, step, batch, token_adv, nondegenerate, engine_lp, times)
+    # ---- sync (the wake-up above is timed in it) ----------------------------------------------------------
     with times("sync"):
-        sampler.engine.wake_up()
         sampler.engine.load_weights(engine_state_dict(policy.model))
     with times("sync_check"):  # independent of the sync code: the engine now scores a probe as the policy does
         diagnostics["sync/probe_gap"] = check_sync(sampler.engine, policy, probe, step)
