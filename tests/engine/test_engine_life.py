@@ -35,8 +35,8 @@ def gpu_cache(monkeypatch):
         return started[-1]
 
     for name, value in (("_LLMS", {}), ("_STATE", {}), ("_REPLACED", set())):
-        monkeypatch.setattr(cache, name, value)
-    monkeypatch.setattr(cache, "on_cpu", lambda: False)
+        monkeypatch.setattr(cache, name, value, raising=False)
+    monkeypatch.setattr(cache, "on_cpu", lambda: False, raising=False)
     monkeypatch.setattr(cache, "start_llm", start)
     return started
 

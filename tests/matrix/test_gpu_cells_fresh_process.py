@@ -22,6 +22,9 @@ SPEC = {
 }
 
 
+RUN_CELL = runner.run_cell  # the real one (a test replaces the module's)
+
+
 def pid_of(cell) -> CellOutcome:
     """A cell's work that returns the id of the process it ran in (the reason field carries it)."""
     return CellOutcome(getattr(cell, "name", str(cell)), "done", str(os.getpid()))
@@ -40,7 +43,7 @@ def run_cell_oom_once(cell, results, report_to=None) -> CellOutcome:
         f.write(f"{os.getpid()}\n")
     if first:
         runner.train_cell = _oom  # in this process only: a new one runs the retry
-        return runner.run_cell(cell, results, report_to)
+        return RUN_CELL(cell, results, report_to)
     return CellOutcome(cell.name, "done")
 
 
@@ -70,6 +73,7 @@ def test_the_serial_executor_runs_cpu_cells_in_its_own_process_sharing_the_engin
 def test_a_gpu_cell_that_ran_out_of_memory_is_retried_in_a_new_process(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(runner, "run_cell", run_cell_oom_once)
+    monkeypatch.setattr(runner, "train_cell", runner.train_cell)  # restored, were the work to run in this process
     monkeypatch.setattr(runner, "check_cells", lambda cells: None)  # the trainer's refusals want a real device
     spec = parse_matrix({**SPEC, "estimators": {"grpo": {}}})
     events = []

@@ -54,7 +54,7 @@ def gpu_step(tiny_model, tmp_path, monkeypatch):
     )
     parts = build(cfg)
     engine, real, events = parts.sampler.engine, parts.sampler.engine.llm, []
-    monkeypatch.setattr(cache, "_STATE", {})
+    monkeypatch.setattr(cache, "_STATE", {}, raising=False)
     monkeypatch.setattr(adapter, "on_cpu", lambda: False)
     monkeypatch.setattr(engine, "config", dataclasses.replace(engine.config, sleep_mode=True))
     scores = loop.importance_scores
