@@ -14,8 +14,9 @@ Resumability [our choice]:
 - the index is written whole and atomically before the first cell and after each state change, so a killed
   matrix leaves the last complete index (the running cell shows `running`) and never half a table.
 
-Cells run through an *executor*: `serial` (one after another in one process; the trainer's vLLM engine is
-shared per process, so it starts once) or `ray` (one Ray task per cell, `benchctl.matrix.ray_executor`).
+Cells run through an *executor*: `serial` (one after another; on CPU in this process, sharing the trainer's vLLM
+engine, which starts once; a cell that trains on a GPU in a new process of its own, `in_new_process`) or `ray` (one
+Ray task per cell, a new worker process per GPU cell, `benchctl.matrix.ray_executor`).
 An executor is `fn(cells, work, on_start, on_done)`; `work(cell)` is
 picklable (`functools.partial` of a module-level function), so a Ray executor (one cell per GPU) can submit it
 as a task and call `on_start` / `on_done` in the driver, which alone writes the index.

@@ -13,7 +13,8 @@
                forward in `--dtype` over fp32 weights, in token-budget micro-batches with `--micro-batch-tokens`,
                advantages weighted by `--rollout-correction` (engine/trainer mismatch) when on
     update     epochs x mini-batches of AdamW with gradient clipping, on every core (`device.threads`)
-    sync       engine.load_weights(policy weights), then verified on a probe sequence (`sync.check_sync`)
+    sync       the engine, asleep on a GPU since the advantage (`Engine.asleep`: woken also when a step raises),
+               wakes up; engine.load_weights(policy weights), verified on a probe sequence (`sync.check_sync`)
     log        metrics row, rollouts part, live display; checkpoint and held-out eval on their cadence
 
 The trainer never branches on an estimator's or a loss's name: an estimator asks for OAR's importance scores through
