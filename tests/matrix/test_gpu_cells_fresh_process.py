@@ -107,3 +107,12 @@ def test_the_ray_executor_declares_gpu_cells_non_reusable_and_keeps_cpu_workers(
     from benchctl.matrix.ray_executor import cell_task
 
     assert cell_task(ray, gpu=True)._max_calls == 1 and cell_task(ray, gpu=False)._max_calls == 0
+
+
+def test_gpu_failures_that_a_new_process_may_cure_are_from_outside_the_cell():
+    from benchctl.engine.cache import EngineUnusableError
+    from benchctl.matrix.failure import outside_cause
+
+    assert outside_cause(torch.cuda.OutOfMemoryError("CUDA out of memory")) == "out of memory"
+    assert outside_cause(torch.AcceleratorError("CUDA error: an illegal memory access was encountered")) == "GPU error"
+    assert outside_cause(EngineUnusableError("could not wake the vLLM engine up")) == "engine left unusable"
