@@ -18,7 +18,11 @@ States and thresholds [our choices; the defaults of `Thresholds`]:
   window (`noise_sd`; the fall itself is no noise), w the smoothing window, q the Student t quantile
   1 - 0.01 / (number of windows) with sigma's degrees of freedom (Bonferroni: the peak is the highest of that
   many noisy window means).  A peak that is only the highest of many noisy windows is no peak; a curve of fewer
-  than 5 points has no noise estimate and is judged on the size rules alone.  The score is the held-out pass@1
+  than 5 points has no noise estimate and is judged on the size rules alone.  Held-out evaluations that carry
+  their sampling se (`pass@1_se`, `eval_se`) are judged on it instead (normal quantiles): the rise and fall of a
+  6-point curve are no noise.  With a measured se or a training reward, the end must also be under half of the
+  peak by more than noise (one-sided, collapse_alpha), so that a 45% decline read low by noise is no collapse.
+  The score is the held-out pass@1
   of each task evaluated at least twice (steps >= 0; step 0 evaluates the starting model when the run was trained
   with eval_every; the final one is RUN/eval/final), and the training `reward/mean` when no task was evaluated
   periodically (3 or more times).  Smoothing: a trailing mean over 3% of the points (`smooth_fraction`, rounded
@@ -32,7 +36,8 @@ States and thresholds [our choices; the defaults of `Thresholds`]:
 * stalled: no informative group in the last quarter of the steps (at least 2): every step there has
   `acr/all` == 1 (every group all right or all wrong) or `update/rows_trained` == 0.
 * never_learned: the training `reward/mean` averaged over every window of 10% of its steps (`edge_fraction`, at
-  least 3) never above 0.02 (`never_learned`): the run had almost no right answer to learn from, so an end
+  least 3) never above 0.02 (`never_learned`) by more than its noise band (Bonferroni over the windows; or the
+  mean over every step above it by more than its own): the run had almost no right answer to learn from, so an end
   with nothing solved is no fall.  A note (`NOTES`), named beside its arm's health without a warning
   (`shown_notes`: 'ok (never learned: seed 3)'): the run is a real outcome of its method and seed, and the arm's
   score counts it.
