@@ -49,6 +49,7 @@ from benchctl.report.stats import (
     mean_squares,
     minimum_detectable_effect,
     plugin_mde,
+    spread_power,
 )
 
 GAUSSIAN = {
@@ -224,8 +225,8 @@ def gain_table(rng, args) -> None:
     """Detection at the printed mde when the arm really gains (or loses) that much: each replication draws a null
     pair of arms, prints the mde (seed share, as `stats._holm`; "before" without the arms' levels, "after" with
     them), then an independent pair whose arm's logit is shifted so that its expected pass@k difference is that
-    mde (up: a gain, down: a loss), its variance moving with it, and applies the report's test.  The report scales
-    pass@1's mde only (`stats._levels`): at pass@16 "after" is "before"."""
+    mde (up: a gain, down: a loss), its variance moving with it, and applies the report's test ("after": the
+    spread power of the regime's k, `stats.spread_power`, as the report calls it)."""
     print(f"\ndetection at the printed mde, the arm's logit really shifted ({args.reps} replications; target 75-85%)")
     print("| regime | seeds | mde before | mde after | gain: before | gain: after | loss: before | loss: after |")
     print("|---|---|---|---|---|---|---|---|")
@@ -235,7 +236,7 @@ def gain_table(rng, args) -> None:
             _, se, df, share = report_test(a - b)
             before = seed_share_mde(se, df, share, seeds)
             levels = zip(before, a.mean(axis=(1, 2)), b.mean(axis=(1, 2)), strict=True)
-            after = np.array([level_scaled_mde(m, arm, base) for m, arm, base in levels]) if setting[1] == 1 else before
+            after = np.array([level_scaled_mde(m, arm, base, spread_power(setting[1])) for m, arm, base in levels])
             cells = [f"{100 * np.nanmedian(before):.2f}", f"{100 * np.nanmedian(after):.2f}"]
             for sign in (1.0, -1.0):
                 for mde in (before, after):

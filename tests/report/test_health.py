@@ -474,3 +474,20 @@ def test_a_run_stuck_at_0015_is_never_learned_not_collapsed():
     healths = [classify(_sampled_run(rng, np.full(50, 0.015)), final=final, tasks=("arith",)) for _ in range(100)]
     assert sum(h.state == "collapsed" for h in healths) <= 5  # before: the highest of 46 noisy windows over 0.02
     assert sum(h.state == "never_learned" for h in healths) >= 95
+
+
+def test_the_report_gives_each_evaluation_its_sampling_se_from_the_problems_counts(tmp_path):
+    from benchctl.results.train_run import eval_dir
+
+    from .fixtures import write_eval, write_train_run
+
+    counts = lambda c: {f"q{i}": [j < n for j in range(4)] for i, n in enumerate(c)}  # noqa: E731  (n = 4)
+    run = tmp_path / "run"
+    write_train_run(run, train_config("grpo", 1), counts([4, 4, 4]), steps=3)
+    write_eval(eval_dir(run, 0), "arith", counts([0, 0, 0]))
+    write_eval(eval_dir(run, 2), "arith", counts([2, 1, 0]))
+    config = ReportConfig(inputs=(str(run),), out=str(tmp_path / "rep"), rliable_reps=100)
+    curve = build_report(config).tables["eval_curve"].sort_values("step")
+    p = np.array([0.5, 0.25, 0.0])  # step 2: 2, 1, 0 of 4 right; se = sqrt(sum p (1 - p) / 3) / 3
+    assert curve["pass@1_se"].tolist() == pytest.approx([0.0, np.sqrt((p * (1 - p) / 3).sum()) / 3, 0.0])
+    assert (pd.read_parquet(tmp_path / "rep" / "eval_curve.parquet")["pass@1_se"].notna()).all()

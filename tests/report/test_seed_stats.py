@@ -193,6 +193,9 @@ def test_near_the_floor_the_mde_is_solved_at_the_variance_of_the_gain_and_at_one
         minimum_detectable_effect(0.005, 4, 0.05)
     )
     assert level_scaled_mde(0.02, np.nan, 0.3) == 0.02 and level_scaled_mde(0.02, 0.0, 0.0) == 0.02
+    large_k = level_scaled_mde(0.02, 0.97, 0.97, spread_power=1.0)  # pass@k near 1: m (1 - m), a milder rise
+    assert 0.02 < large_k < level_scaled_mde(0.02, 0.97, 0.97)
+    assert large_k == pytest.approx(0.02 * np.sqrt((0.97 * 0.03 + (0.97 - large_k) * (0.03 + large_k)) / 0.0582))
     assert level_scaled_mde(0.5, 0.02, 0.02) > 0.9  # a gain of 0.5 from 0.02 more than doubles the variance
 
 
