@@ -28,7 +28,8 @@ Statistics [our choices, stated in every output]:
   current seeds and df, two-sided at alpha / m for the primary family (m its size: Holm's first step) and at
   alpha for a secondary row, on average over the sampling distribution of the standard error it is computed
   from (`minimum_detectable_effect`: the noncentral t power function averaged over se_hat / se, its seed part
-  on chi2(S - 1), the rest known; the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds).  An
+  on chi2(S - 1), the rest known; the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds), solved at
+  the variance of the effect (`level_scaled_mde`: near pass@k 0 or 1 a real gain or loss moves the variance).  An
   "indistinguishable" cell says nothing about differences below it.
 * health (`benchctl.report.health`): each comparison names the runs of the arm and of the baseline that are not
   ok (collapsed, diverged, stalled); their numbers stay in the table, marked.
