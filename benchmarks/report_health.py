@@ -74,6 +74,34 @@ def final_eval(rng, rate: float) -> pd.DataFrame:
     return pd.DataFrame({"eval_task": "arith", "k": [1, 16], "pass@k": [right.mean() / FINAL_N, (right > 0).mean()]})
 
 
+EVAL_PROBLEMS, EVAL_N, EVAL_KAPPA = 200, 4, 4.0  # the demo's periodic evaluation: 200 problems x 4 samples
+
+
+def measured(rng, level: np.ndarray, every: int = 10) -> pd.DataFrame:
+    """Held-out evaluations as the report loads them: at each point 200 problems x 4 samples, each problem's rate
+    Beta(p kappa, (1 - p) kappa) around the point's level p (kappa 4), its pass@1 the mean of c / n and its
+    `pass@1_se` from the same counts (computed here as `benchctl.report.load` does).  The policy's own rate per
+    problem is redrawn at every point (its drift between evaluations): the curve wobbles by more than its se."""
+    rows = []
+    for i, p in enumerate(level):
+        rate = rng.beta(max(p * EVAL_KAPPA, 1e-9), max((1 - p) * EVAL_KAPPA, 1e-9), EVAL_PROBLEMS)
+        c, n = rng.binomial(EVAL_N, rate), np.full(EVAL_PROBLEMS, EVAL_N)
+        se = np.sqrt((c / n * (1 - c / n) / (n - 1)).sum()) / EVAL_PROBLEMS  # the binomial se of the mean of c / n
+        rows.append({"step": i * every, "eval_task": "arith", "pass@1": c.mean() / EVAL_N, "pass@1_se": se})
+    return pd.DataFrame(rows)
+
+
+def measured_case(level: np.ndarray, steps: int = 50):
+    """A case judged on its measured periodic evaluations (the training reward flat at the curve's mean)."""
+
+    def run(rng, reps):
+        r, acr = rewards(rng, np.full(steps, float(level.mean())), reps, True)
+        for i in range(reps):
+            yield classify(metrics(rng, r[i], acr[i]), measured(rng, level)).state
+
+    return run
+
+
 def rise_fall(steps: int, low: float, peak: float, end: float) -> np.ndarray:
     """Expected reward rising linearly low -> peak over the first half, falling peak -> end over the second."""
     half = steps // 2
@@ -132,6 +160,25 @@ def cases() -> dict[str, tuple[str, object]]:
         out[f"late collapse 3% of {steps} steps"] = ("detect", reward_case(late(steps, 0.3, 0.6, 0.05, 0.03), True))
     last = np.r_[np.linspace(0.3, 0.6, 20), 0.05]
     out["late held-out: last of 21 evals"] = ("detect", held_out_case(last, 0.03, 200))
+    return out | issue41_cases()
+
+
+def issue41_cases() -> dict[str, tuple[str, object]]:
+    """Issue 41 item 6: 6-point held-out curves as the report loads them (`measured`), a run stuck under the
+    never-learned threshold, and a 45% decline (not a collapse: the end at 0.55x the peak)."""
+    out = {}
+    for low, peak, end in ((0.12, 0.30, 0.05), (0.3, 0.6, 0.12), (0.2, 0.4, 0.1)):
+        out[f"measured {low} -> {peak} -> {end}, 6 evals"] = ("detect", measured_case(rise_fall(6, low, peak, end)))
+    out["measured 0.30 -> 0.30 -> 0.05 (last eval), 6 evals"] = ("detect", measured_case(np.r_[np.full(5, 0.3), 0.05]))
+    for level in (0.05, 0.10, 0.30):
+        out[f"measured flat {level:.2f}, 6 evals"] = ("false", measured_case(np.full(6, level)))
+    out["measured 0.2 -> 0.4 -> 0.22 (45% decline), 6 evals"] = ("false", measured_case(rise_fall(6, 0.2, 0.4, 0.22)))
+    out["measured 0.10 -> 0.20 -> 0.11 (45% decline), 6 evals"] = ("false", measured_case(rise_fall(6, 0.1, 0.2, 0.11)))
+    for steps in (50, 100):
+        out[f"stuck at 0.015, {steps} steps"] = ("false", reward_case(np.full(steps, 0.015), True, FINAL_RATE))
+    for steps in (50, 100, 200):
+        decline = rise_fall(steps, 0.2, 0.5, 0.275)
+        out[f"reward 0.2 -> 0.5 -> 0.275 (45% decline), {steps} steps"] = ("false", reward_case(decline, True))
     return out
 
 
@@ -139,12 +186,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", default="", help="run only the cases whose name contains this")
+    parser.add_argument(
+        "--only", default="", help="run only the cases whose name contains one of these (comma-separated)"
+    )
     args = parser.parse_args()
     print(f"{args.reps} runs a case, seed {args.seed}")
     print(f"{'case':<46} {'kind':<7} {'collapsed':>9} {'never':>6} {'other':>6} {'arm of 5':>8}")
     for i, (name, (kind, run)) in enumerate(cases().items()):
-        if args.only not in name:
+        if not any(part in name for part in args.only.split(",")):
             continue
         start = time.time()
         states = pd.Series(list(run(np.random.default_rng([args.seed, i]), args.reps)))

@@ -42,7 +42,15 @@ import numpy as np
 from scipy import stats
 from scipy.interpolate import RegularGridInterpolator
 
-from benchctl.report.stats import POWER, crossed_variance, mean_squares, minimum_detectable_effect, plugin_mde
+from benchctl.report.stats import (
+    POWER,
+    crossed_variance,
+    level_scaled_mde,
+    mean_squares,
+    minimum_detectable_effect,
+    plugin_mde,
+    spread_power,
+)
 
 GAUSSIAN = {
     "seed-dominated": (0.03, 0.005, 0.05),
@@ -181,6 +189,65 @@ def mde_table(rng, args) -> None:
             print(f"| {regime} | {seeds} | " + " | ".join(cells) + " |", flush=True)
 
 
+def expected_passk(setting, shift: np.ndarray) -> np.ndarray:
+    """E[pass@k] of an arm whose logit is shifted by `shift` (array): 1 - E[(1 - p)^k] (the unbiased estimator's
+    mean), p = expit(mean + shift + L), L ~ N(0, the total logit sd of `binomial`), by 80-node Gauss-Hermite."""
+    mean, k, _ = setting
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    sd = np.sqrt(1.5**2 + 0.3**2 + 0.15**2 + 0.5**2)
+    p = 1 / (1 + np.exp(-(mean + np.asarray(shift)[..., None] + sd * nodes)))
+    return 1 - ((1 - p) ** k) @ weights / weights.sum()
+
+
+def shift_for(setting, diff: np.ndarray) -> np.ndarray:
+    """The arm's logit shift whose expected pass@k difference to the unshifted baseline is `diff` (per replication,
+    of either sign; interpolated on a grid of shifts in [-6, 6])."""
+    grid = np.linspace(-6, 6, 4801)
+    gain = expected_passk(setting, grid) - expected_passk(setting, np.zeros(1))
+    return np.interp(diff, gain, grid, left=np.nan, right=np.nan)
+
+
+def binomial_arms(rng, setting, shift: np.ndarray, problems: int, seeds: int) -> tuple[np.ndarray, np.ndarray]:
+    """(arm, baseline) per-problem pass@k (R, P, S) of `binomial`, the arm's logit shifted by `shift` (R,)."""
+    mean, k, _ = setting
+    reps = len(shift)
+    difficulty = rng.normal(0, 1.5, (reps, problems, 1))
+
+    def arm(offset: np.ndarray) -> np.ndarray:
+        logit = mean + offset[:, None, None] + difficulty + rng.normal(0, 0.3, (reps, problems, 1))
+        logit = logit + rng.normal(0, 0.15, (reps, 1, seeds)) + rng.normal(0, 0.5, (reps, problems, seeds))
+        return _passk_table(k)[rng.binomial(N_SAMPLES, 1 / (1 + np.exp(-logit)))]
+
+    return arm(np.asarray(shift, dtype=np.float64)), arm(np.zeros(reps))
+
+
+def gain_table(rng, args) -> None:
+    """Detection at the printed mde when the arm really gains (or loses) that much: each replication draws a null
+    pair of arms, prints the mde (seed share, as `stats._holm`; "before" without the arms' levels, "after" with
+    them), then an independent pair whose arm's logit is shifted so that its expected pass@k difference is that
+    mde (up: a gain, down: a loss), its variance moving with it, and applies the report's test ("after": the
+    spread power of the regime's k, `stats.spread_power`, as the report calls it)."""
+    print(f"\ndetection at the printed mde, the arm's logit really shifted ({args.reps} replications; target 75-85%)")
+    print("| regime | seeds | mde before | mde after | gain: before | gain: after | loss: before | loss: after |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, setting in BINOMIAL.items():
+        for seeds in (3, 5, 10):
+            a, b = binomial_arms(rng, setting, np.zeros(args.reps), args.problems, seeds)
+            _, se, df, share = report_test(a - b)
+            before = seed_share_mde(se, df, share, seeds)
+            levels = zip(before, a.mean(axis=(1, 2)), b.mean(axis=(1, 2)), strict=True)
+            after = np.array([level_scaled_mde(m, arm, base, spread_power(setting[1])) for m, arm, base in levels])
+            cells = [f"{100 * np.nanmedian(before):.2f}", f"{100 * np.nanmedian(after):.2f}"]
+            for sign in (1.0, -1.0):
+                for mde in (before, after):
+                    shift = shift_for(setting, sign * mde)  # NaN: a change larger than the level allows
+                    arm, base = binomial_arms(rng, setting, np.nan_to_num(shift), args.problems, seeds)
+                    found, ok = report_test(arm - base)[0] < ALPHA, np.isfinite(shift)
+                    past = f" ({100 * (1 - ok.mean()):.0f}% past the level)" if not ok.all() else ""
+                    cells.append(f"{100 * found[ok].mean():.1f}%{past}")
+            print(f"| {name} | {seeds} | " + " | ".join(cells) + " |", flush=True)
+
+
 HEADER = (
     "| regime | seeds | level old | level problems | level fixed | diff | power old | power problems | power fixed |\n"
     "|---|---|---|---|---|---|---|---|---|"
@@ -193,8 +260,16 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mde-only", action="store_true", help="only the detection at the printed mde")
+    parser.add_argument("--mde-gain", action="store_true", help="only the detection at the mde with a real gain")
     args = parser.parse_args()
     rng, start = np.random.default_rng(args.seed), time.perf_counter()
+    if args.mde_gain:
+        gain_table(rng, args)
+        print(
+            f"({time.perf_counter() - start:.0f} s; Monte Carlo se of an 80% rate: "
+            f"{100 * np.sqrt(0.16 / args.reps):.1f}%)"
+        )
+        return
     if args.mde_only:
         mde_table(rng, args)
         print(

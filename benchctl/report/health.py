@@ -18,7 +18,11 @@ States and thresholds [our choices; the defaults of `Thresholds`]:
   window (`noise_sd`; the fall itself is no noise), w the smoothing window, q the Student t quantile
   1 - 0.01 / (number of windows) with sigma's degrees of freedom (Bonferroni: the peak is the highest of that
   many noisy window means).  A peak that is only the highest of many noisy windows is no peak; a curve of fewer
-  than 5 points has no noise estimate and is judged on the size rules alone.  The score is the held-out pass@1
+  than 5 points has no noise estimate and is judged on the size rules alone.  Held-out evaluations that carry
+  their sampling se (`pass@1_se`, `eval_se`) are judged on it instead (normal quantiles): the rise and fall of a
+  6-point curve are no noise.  With a measured se or a training reward, the end must also be under half of the
+  peak by more than noise (one-sided, collapse_alpha), so that a 45% decline read low by noise is no collapse.
+  The score is the held-out pass@1
   of each task evaluated at least twice (steps >= 0; step 0 evaluates the starting model when the run was trained
   with eval_every; the final one is RUN/eval/final), and the training `reward/mean` when no task was evaluated
   periodically (3 or more times).  Smoothing: a trailing mean over 3% of the points (`smooth_fraction`, rounded
@@ -32,7 +36,8 @@ States and thresholds [our choices; the defaults of `Thresholds`]:
 * stalled: no informative group in the last quarter of the steps (at least 2): every step there has
   `acr/all` == 1 (every group all right or all wrong) or `update/rows_trained` == 0.
 * never_learned: the training `reward/mean` averaged over every window of 10% of its steps (`edge_fraction`, at
-  least 3) never above 0.02 (`never_learned`): the run had almost no right answer to learn from, so an end
+  least 3) never above 0.02 (`never_learned`) by more than its noise band (Bonferroni over the windows; or the
+  mean over every step above it by more than its own): the run had almost no right answer to learn from, so an end
   with nothing solved is no fall.  A note (`NOTES`), named beside its arm's health without a warning
   (`shown_notes`: 'ok (never learned: seed 3)'): the run is a real outcome of its method and seed, and the arm's
   score counts it.
@@ -195,28 +200,73 @@ def fall_band(sigma: float, df: int, window: int, windows: int, alpha: float) ->
     t, not normal, because sigma is itself estimated).  0 without a noise estimate (df 0)."""
     if df < 1:
         return 0.0
-    return float(stats.t.isf(alpha / max(windows, 1), df)) * math.sqrt(2.0 / window) * sigma
+    return _quantile(df, windows, alpha) * math.sqrt(2.0 / window) * sigma
 
 
-def _peak_collapse(part: pd.DataFrame, col: str, label: str, window: int, t: Thresholds) -> list[str]:
-    """The smoothed (trailing mean over `window` points) `col` of `part` (step, col) ending under collapse_fraction
-    x its peak, at least collapse_min_drop under it, and under it by more than the run's noise band (`fall_band`
-    of `noise_sd` over the points before the end window, so that the fall itself is not counted as noise): the
-    peak was real, not the highest of many noisy windows."""
+def _quantile(df: float, windows: int, alpha: float) -> float:
+    """The one-sided Student t (normal for df = inf) quantile 1 - alpha / windows (Bonferroni over the windows)."""
+    return float(stats.t.isf(alpha / max(windows, 1), df))
+
+
+def eval_se(n: np.ndarray, c: np.ndarray) -> float:
+    """The sampling standard error of an evaluation's pass@1 (the mean over its P problems of c / n, c of n samples
+    right): sqrt(sum_i v_i) / P, v_i = phat_i (1 - phat_i) / (n_i - 1) the unbiased estimate of the binomial
+    variance of problem i's c / n, and pbar (1 - pbar) / n_i (an upper bound) where n_i = 1.  The noise of
+    re-evaluating the same policy on the same problems with new samples: what tells a fall of the policy's score
+    from a fall of its measurement.  NaN without a problem."""
+    n, c = np.asarray(n, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    if not len(n) or not (n > 0).all():
+        return np.nan
+    phat = c / n
+    pbar = float(phat.mean())
+    v = np.where(n > 1, phat * (1 - phat) / np.maximum(n - 1, 1), pbar * (1 - pbar) / n)
+    return float(np.sqrt(v.sum())) / len(n)
+
+
+def _noise(part: pd.DataFrame, col: str, window: int, alpha: float):
+    """(variance of each trailing window mean (n,), the quantiles 1 - alpha / windows (Bonferroni) and 1 - alpha,
+    what the evidence says of the noise; None without a noise estimate).  The evaluations' own sampling se (`se`
+    column, all finite: `eval_se`), normal quantiles; else `noise_sd` of the points before the end window (the
+    fall itself is no noise), t quantiles."""
+    windows = len(part) - window + 1
+    se = part["se"].to_numpy(dtype=np.float64) if "se" in part else np.array([np.nan])
+    if np.isfinite(se).all():
+        var = pd.Series(se**2).rolling(window).sum().to_numpy() / window**2
+        quantiles = _quantile(np.inf, windows, alpha), _quantile(np.inf, 1, alpha)
+        return var, *quantiles, f"evaluation se {_g(se[-1])} at the end"
+    sigma, df = noise_sd(part[col].to_numpy()[: len(part) - window])
+    if df < 1:
+        return None
+    quantiles = _quantile(df, windows, alpha), _quantile(df, 1, alpha)
+    return np.full(len(part), sigma**2 / window), *quantiles, f"noise sd {_g(sigma)}"
+
+
+def _peak_collapse(
+    part: pd.DataFrame, col: str, label: str, window: int, t: Thresholds, margin: bool = True
+) -> list[str]:
+    """The smoothed (trailing mean over `window` points) `col` of `part` (step, col[, se]) ending under
+    collapse_fraction x its peak and at least collapse_min_drop under it, each by more than noise (`_noise`): the
+    fall peak - end over q sqrt(v_peak + v_end) (`fall_band`), v the window means' variances, q the quantile
+    1 - collapse_alpha / windows (the peak was real, not the highest of many noisy windows), and (`margin`) the
+    margin fraction x peak - end over q1 sqrt(fraction**2 v_peak + v_end), q1 the quantile 1 - collapse_alpha
+    (the end is under its fraction of the peak, not a smaller decline read low by noise) [our choice: not for a
+    noise sd estimated from a few evaluations, where the rise and fall themselves inflate it]."""
     if len(part) < max(2, window + 1):
         return []
     smooth = part[col].rolling(window).mean().to_numpy()
     peak_at = int(np.nanargmax(smooth))
-    peak, end = float(smooth[peak_at]), float(smooth[-1])
-    sigma, df = noise_sd(part[col].to_numpy()[: len(part) - window])  # before the end window: the fall is no noise
-    band = fall_band(sigma, df, window, len(part) - window + 1, t.collapse_alpha)
-    if end >= t.collapse_fraction * peak or peak - end < max(t.collapse_min_drop, band):
+    peak, end, f = float(smooth[peak_at]), float(smooth[-1]), t.collapse_fraction
+    noise = _noise(part, col, window, t.collapse_alpha)
+    var, q, q1, said = noise if noise is not None else (np.zeros(len(part)), 0.0, 0.0, "")
+    band = q * math.sqrt(var[peak_at] + var[-1])
+    under = q1 * math.sqrt(f**2 * var[peak_at] + var[-1]) if margin else 0.0
+    if f * peak - end <= under or peak - end < max(t.collapse_min_drop, band):
         return []
     at = lambda i: _span(part.iloc[i - window + 1 : i + 1])  # noqa: E731
-    noise = f", over its noise band {_g(band)} (noise sd {_g(sigma)})" if df else ""
+    noise = f", over its noise band {_g(band)} ({said})" if said else ""
     return [
         f"{label} {_g(peak)} at its peak ({at(peak_at)}) -> {_g(end)} at the end ({at(len(part) - 1)}), under "
-        f"{_g(t.collapse_fraction)}x its peak (trailing mean of {window}){noise}"
+        f"{_g(f)}x its peak (trailing mean of {window}){noise}"
     ]
 
 
@@ -233,34 +283,44 @@ def _reward_collapse(m: pd.DataFrame, t: Thresholds) -> list[str]:
 
 def _never_learned(m: pd.DataFrame, t: Thresholds) -> list[str]:
     """The training reward's mean over every window of `edge_fraction` of its steps (at least MIN_EDGE) never above
-    `never_learned`: the run had almost no right answer to learn from, so it cannot have collapsed from anything (at
-    least 2 x MIN_EDGE steps)."""
+    `never_learned` by more than noise: the run had almost no right answer to learn from, so it cannot have
+    collapsed from anything (at least 2 x MIN_EDGE steps).  Noise: the highest window mean is the highest of many
+    noisy ones, so it must clear the threshold by q sigma / sqrt(window), q the t quantile 1 - collapse_alpha /
+    windows (Bonferroni), sigma `noise_sd` of the whole series; or the mean over every step clear it by
+    t(1 - collapse_alpha) sigma / sqrt(steps) (a noisy run well above the threshold throughout)."""
     part = _finite(m, "reward/mean")
     if part is None or len(part) < 2 * MIN_EDGE:
         return []
     window = max(MIN_EDGE, math.ceil(t.edge_fraction * len(part)))
     peak = float(part["reward/mean"].rolling(window).mean().max())
-    if peak > t.never_learned:
+    values = part["reward/mean"].to_numpy(dtype=np.float64)
+    sigma, df = noise_sd(values)
+    band = _quantile(df, len(part) - window + 1, t.collapse_alpha) * sigma / math.sqrt(window) if df else 0.0
+    overall = _quantile(df, 1, t.collapse_alpha) * sigma / math.sqrt(len(values)) if df else 0.0
+    if peak > t.never_learned + band or values.mean() > t.never_learned + overall:
         return []
     return [
         f"reward/mean at most {_g(peak)} (trailing mean of {window}) over {_span(part)}, never above "
-        f"{_g(t.never_learned)}: no rise to collapse from"
+        f"{_g(t.never_learned)} by more than its noise band {_g(band)} (noise sd {_g(sigma)}): no rise to collapse from"
     ]
 
 
 def _heldout(evals: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
-    """task -> its evaluations at steps >= 0 (step, pass@1), in step order."""
+    """task -> its evaluations at steps >= 0 (step, pass@1, se: the `pass@1_se` column, NaN without it), in step
+    order."""
     if evals is None or evals.empty:
         return {}
     part = evals[evals["step"] >= 0].sort_values("step", kind="stable")
-    return {task: own[["step", "pass@1"]].reset_index(drop=True) for task, own in part.groupby("eval_task")}
+    part = part.assign(se=part["pass@1_se"] if "pass@1_se" in part else np.nan)
+    return {task: own[["step", "pass@1", "se"]].reset_index(drop=True) for task, own in part.groupby("eval_task")}
 
 
 def _heldout_collapse(curves: dict[str, pd.DataFrame], t: Thresholds) -> list[str]:
     out = []
     for task, part in curves.items():
         window = max(1, int(t.smooth_fraction * len(part)))
-        out += _peak_collapse(part, "pass@1", f"held-out pass@1 on {task}", window, t)
+        measured = bool(np.isfinite(part["se"]).all())  # the evaluations' own se, not the curve's wobble
+        out += _peak_collapse(part, "pass@1", f"held-out pass@1 on {task}", window, t, margin=measured)
     return out
 
 

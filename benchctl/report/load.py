@@ -11,7 +11,8 @@ Frames [our choice]:
   for a method without one; the comma-separated mechanisms under 5%);
 * problems: run_id, eval_task, problem_id, k, value (that problem's unbiased pass@k in that run);
 * metrics: run_id, step, then the run's train_metrics columns;
-* eval_curve: run_id, step (-1 for a plain eval), tokens (rollout/tokens_total at that step), eval_task, pass@1;
+* eval_curve: run_id, step (-1 for a plain eval), tokens (rollout/tokens_total at that step), eval_task, pass@1,
+  pass@1_se (its sampling standard error from the problems' n and c: `benchctl.report.health.eval_se`);
 * asked: every run the inputs list after `--where`, whatever its status (failed, pending, ...), with its `arm`
   label: the seeds a comparison was asked for (`benchctl.report.lost_seeds`).
 """
@@ -26,7 +27,7 @@ import pandas as pd
 
 from benchctl.errors import BenchctlError
 from benchctl.report.config import ReportConfig, parse_where
-from benchctl.report.health import classify, mechanism_activity
+from benchctl.report.health import classify, eval_se, mechanism_activity
 from benchctl.results.runinfo import EVAL_KIND, eval_tasks, find_runs, read_eval_problems
 from benchctl.results.train_run import list_evals, read_train_metrics
 
@@ -142,9 +143,22 @@ def _eval_curve_rows(run_id: int, path: Path, kind: str, metrics: pd.DataFrame |
             hit = metrics.loc[metrics["step"] <= step, "rollout/tokens_total"]
             tokens = float(hit.iloc[-1]) if len(hit) else 0.0  # step 0: before any rollout
         for task in eval_tasks(folder):
-            p1 = read_eval_problems(folder, task).column("pass@1").to_numpy()
+            table = read_eval_problems(folder, task)
+            se = (
+                eval_se(table.column("n").to_numpy(), table.column("c").to_numpy())
+                if "c" in table.column_names
+                else np.nan
+            )
+            p1 = table.column("pass@1").to_numpy()
             rows.append(
-                {"run_id": run_id, "step": step, "tokens": tokens, "eval_task": task, "pass@1": float(p1.mean())}
+                {
+                    "run_id": run_id,
+                    "step": step,
+                    "tokens": tokens,
+                    "eval_task": task,
+                    "pass@1": float(p1.mean()),
+                    "pass@1_se": se,
+                }
             )
     return rows
 

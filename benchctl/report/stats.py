@@ -28,7 +28,8 @@ Statistics [our choices, stated in every output]:
   current seeds and df, two-sided at alpha / m for the primary family (m its size: Holm's first step) and at
   alpha for a secondary row, on average over the sampling distribution of the standard error it is computed
   from (`minimum_detectable_effect`: the noncentral t power function averaged over se_hat / se, its seed part
-  on chi2(S - 1), the rest known; the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds).  An
+  on chi2(S - 1), the rest known; the plug-in, `plugin_mde`, promised 80% and kept 61-73% at 3 seeds), solved at
+  the variance of the effect (`level_scaled_mde`: near pass@k 0 or 1 a real gain or loss moves the variance).  An
   "indistinguishable" cell says nothing about differences below it.
 * health (`benchctl.report.health`): each comparison names the runs of the arm and of the baseline that are not
   ok (collapsed, diverged, stalled); their numbers stay in the table, marked.
@@ -249,7 +250,16 @@ def se_ratio_nodes(df: float, seed_share: float = np.nan, seed_df: float = np.na
 
 
 def minimum_detectable_effect(
-    se: float, df: float, alpha: float, power: float = POWER, seed_share: float = np.nan, seed_df: float = np.nan
+    se: float,
+    df: float,
+    alpha: float,
+    power: float = POWER,
+    seed_share: float = np.nan,
+    seed_df: float = np.nan,
+    *,
+    arm_level: float = np.nan,
+    base_level: float = np.nan,
+    spread_power: float = 2.0,
 ) -> float:
     """The printed mde: the true difference that the test detects with `power` on average over the sampling
     distribution of the standard error it is computed from.  `se` is an estimate, se_hat = u se, u on
@@ -261,14 +271,67 @@ def minimum_detectable_effect(
     `plugin_mde` solves power(delta) = `power` and is met only 59-74% of the time at 3 seeds; at 3 seeds one
     chi-square on Satterthwaite's df is met 77.2-77.4% of the time in the binomial and problem-dominated regimes,
     the seed share 78.3-80.6% (10,000 replications; benchmarks/report_power.py, docs/report.md).  Many df and a
-    small seed share: u -> 1, (z_{1-alpha/2} + z_power) se.  NaN when se or df is not finite."""
+    small seed share: u -> 1, (z_{1-alpha/2} + z_power) se.  NaN when se or df is not finite.
+
+    `arm_level`, `base_level` (the two arms' mean pass@k, in [0, 1]; `spread_power` 2 for pass@1, 1 for pass@k at
+    large k: `_binomial_spread`): the effect moves the variance with it (`level_scaled_mde`): near 0 or 1 a real
+    gain (or loss) raises the variance of the arm that moved, and the mde printed from the observed one promised
+    80% and kept 68-73% (pass@1 near 5%); without them, the variance stays."""
     if not (np.isfinite(se) and np.isfinite(df)) or df <= 0:
         return np.nan
     if se == 0.0:
         return 0.0
     if not (np.isfinite(seed_share) and np.isfinite(seed_df)):  # the cache keys on the Satterthwaite case alone
-        return _assurance_noncentrality(float(df), alpha, power) * se
-    return _assurance_noncentrality(float(df), alpha, power, float(seed_share), float(seed_df)) * se
+        mde = _assurance_noncentrality(float(df), alpha, power) * se
+    else:
+        mde = _assurance_noncentrality(float(df), alpha, power, float(seed_share), float(seed_df)) * se
+    return level_scaled_mde(mde, arm_level, base_level, spread_power)
+
+
+def _binomial_spread(level: float, power: float = 2.0) -> float:
+    """(m (1 - m))**power: how an arm's part of Var(mean D) moves with its mean pass@k m.  pass@1 (power 2): a shift
+    on the logit scale moves each problem's rate by about p (1 - p) x the shift, and its problem, seed and run x
+    problem spreads scale with the square of that slope [our choice: the sampling part, which scales with
+    p (1 - p) alone, is the smaller part at 16 samples a problem].  pass@k at large k (power 1): each problem's
+    pass@k is nearly 0 or 1, solvable or not, and the spread of such a variable is m (1 - m)."""
+    m = min(max(level, 0.0), 1.0)
+    return (m * (1.0 - m)) ** power
+
+
+def level_scaled_mde(mde: float, arm_level: float, base_level: float, spread_power: float = 2.0) -> float:
+    """The mde with the variance at the effect: a true difference delta puts the arm at base_level +- delta, and
+    Var(mean D) = c (h(arm) + h(base)), h = `_binomial_spread` (`spread_power`), each arm's part proportional to
+    h of its level (c from the variance observed at arm_level, base_level); delta solves delta = mde g(delta)**0.5,
+    g the ratio of that variance to the observed one (brentq on [0, room]), for a gain and for a loss, the larger
+    kept and never under `mde` [our choice: the mde is a size, either way; an effect whose variance falls keeps
+    the observed one].  Near the floor the gain's variance rises (about (1 + delta / m)**2 for the arm's half at
+    pass@1); at 0.5 it falls both ways.  A direction with no root in its room (the mde larger than any change of
+    the level) gives mde g(room)**0.5, past the room.  `mde` unchanged when a level is not finite or both spreads
+    are 0."""
+    if not (np.isfinite(mde) and np.isfinite(arm_level) and np.isfinite(base_level)) or mde <= 0:
+        return mde
+    base = min(max(base_level, 0.0), 1.0)
+    observed = _binomial_spread(arm_level, spread_power) + _binomial_spread(base, spread_power)
+    if observed <= 0:
+        return mde
+    best = mde
+    for step in (1.0, -1.0):
+        room = 1.0 - base if step > 0 else base
+        if room > 0:
+            best = max(best, _scaled_root(mde, base, step, room, observed, spread_power))
+    return best
+
+
+def _scaled_root(mde: float, base: float, step: float, room: float, observed: float, power: float) -> float:
+    """delta = mde g(delta)**0.5 for the arm at base + step delta (`level_scaled_mde`), on [0, room]."""
+
+    def scaled(d: float) -> float:
+        spread = _binomial_spread(base + step * d, power) + _binomial_spread(base, power)
+        return mde * float(np.sqrt(spread / observed))
+
+    if room < scaled(room):  # no root: larger than any change of the level in this direction
+        return scaled(room)
+    return float(brentq(lambda d: d - scaled(d), 0.0, room, xtol=1e-12))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -432,9 +495,22 @@ def _holm(table: pd.DataFrame, config: ReportConfig) -> pd.DataFrame:
         reject, p_adj, _, _ = multipletests(table.loc[family, "p_value"].to_numpy(), alpha=config.alpha, method="holm")
         table.loc[family, "p_holm"], table.loc[family, "significant"] = p_adj, reject
     level = np.where(table["primary"], config.alpha / max(1, int(family.sum())), config.alpha)
-    parts = zip(table["se"], table["df"], level, table["seed_share"], table["seeds"] - 1, strict=True)
-    table["mde"] = [minimum_detectable_effect(se, df, a, POWER, w, s) for se, df, a, w, s in parts]
+    table["mde"] = [
+        minimum_detectable_effect(r.se, r.df, a, POWER, r.seed_share, r.seeds - 1, **_levels(r))
+        for r, a in zip(table.itertuples(), level, strict=True)
+    ]
     return table
+
+
+def spread_power(k: int) -> float:
+    """`_binomial_spread`'s power for pass@k: 2 at k = 1 (the mean of c / n), 1 above (each problem's pass@k nearly
+    solvable or not) [our choice; benchmarks/report_power.py --mde-gain measures both]."""
+    return 2.0 if int(k) == 1 else 1.0
+
+
+def _levels(row) -> dict[str, float]:
+    """The arms' levels the mde scales its variance with (`level_scaled_mde`), with the spread power of its k."""
+    return {"arm_level": row.arm_pass_at_k, "base_level": row.baseline_pass_at_k, "spread_power": spread_power(row.k)}
 
 
 def comparisons_table(data: ReportData, config: ReportConfig) -> pd.DataFrame:

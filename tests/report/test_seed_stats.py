@@ -11,6 +11,7 @@ from benchctl.report import ReportConfig, build_report
 from benchctl.report.stats import (
     crossed_estimate,
     crossed_variance,
+    level_scaled_mde,
     mean_squares,
     minimum_detectable_effect,
     plugin_mde,
@@ -141,7 +142,11 @@ def test_report_mde_is_the_analytic_value_at_alpha_over_the_family_size(tmp_path
         row = cmp.loc[arm]
         est = crossed_estimate(np.stack([per_problem(m) - per_problem(0.40) for m in means], axis=1), 0.95)
         assert row["df"] == pytest.approx(est.df) and 0 <= est.seed_share <= 1
-        expected = minimum_detectable_effect(est.se, est.df, 0.05 / 2, seed_share=est.seed_share, seed_df=2)
+        levels = {
+            "arm_level": row["arm_pass_at_k"],
+            "base_level": row["baseline_pass_at_k"],
+        }  # the variance at the effect
+        expected = minimum_detectable_effect(est.se, est.df, 0.05 / 2, seed_share=est.seed_share, seed_df=2, **levels)
         assert row["mde"] == pytest.approx(expected, rel=1e-6)
     assert "mde" in result.tables["verdict"].iloc[1, 3]
 
@@ -171,6 +176,27 @@ def test_a_seed_share_of_one_is_the_paired_t_mde_and_a_smaller_share_asks_for_le
     mdes = [minimum_detectable_effect(0.02, 3.0, 0.05, seed_share=w, seed_df=2) for w in (0.0, 0.3, 0.6, 1.0)]
     assert all(a < b for a, b in zip(mdes, mdes[1:]))
     assert mdes[0] == pytest.approx(plugin_mde(0.02, 3.0, 0.05), rel=1e-6)  # w = 0: se_hat is the true se
+
+
+def test_near_the_floor_the_mde_is_solved_at_the_variance_of_the_gain_and_at_one_half_it_stays():
+    """Each arm's part of Var(mean D) goes with (m (1 - m))**2 of its level m: near pass@1 = 0.045 a gain of the mde
+    raises the arm's part, so delta = mde0 sqrt(g(delta)) is larger than the mde of the observed variance; near 1
+    the loss raises it (the mde is a size, either way); at 0.5 both directions lower it and the mde stays."""
+    spread = lambda m: (m * (1 - m)) ** 2  # noqa: E731
+    plain = minimum_detectable_effect(0.005, 4, 0.05, seed_share=0.5, seed_df=2)
+    floor = minimum_detectable_effect(0.005, 4, 0.05, seed_share=0.5, seed_df=2, arm_level=0.045, base_level=0.045)
+    g = (spread(0.045 + floor) + spread(0.045)) / (2 * spread(0.045))
+    assert floor == pytest.approx(plain * np.sqrt(g), rel=1e-6) and floor > 1.3 * plain
+    top = minimum_detectable_effect(0.005, 4, 0.05, arm_level=0.955, base_level=0.955)
+    assert top == pytest.approx(minimum_detectable_effect(0.005, 4, 0.05, arm_level=0.045, base_level=0.045))
+    assert minimum_detectable_effect(0.005, 4, 0.05, arm_level=0.5, base_level=0.5) == pytest.approx(
+        minimum_detectable_effect(0.005, 4, 0.05)
+    )
+    assert level_scaled_mde(0.02, np.nan, 0.3) == 0.02 and level_scaled_mde(0.02, 0.0, 0.0) == 0.02
+    large_k = level_scaled_mde(0.02, 0.97, 0.97, spread_power=1.0)  # pass@k near 1: m (1 - m), a milder rise
+    assert 0.02 < large_k < level_scaled_mde(0.02, 0.97, 0.97)
+    assert large_k == pytest.approx(0.02 * np.sqrt((0.97 * 0.03 + (0.97 - large_k) * (0.03 + large_k)) / 0.0582))
+    assert level_scaled_mde(0.5, 0.02, 0.02) > 0.9  # a gain of 0.5 from 0.02 more than doubles the variance
 
 
 def test_the_seed_share_is_the_seed_mean_square_part_of_the_crossed_variance_and_one_for_the_paired_t():
