@@ -197,6 +197,39 @@ def is_decided(verdict: str) -> bool:
     return verdict in DECIDED
 
 
+@dataclass(frozen=True)
+class Selection:
+    """How a swept setting is chosen at every look (`tuning.select_settings`, on the look's seeds only)."""
+
+    select_on: str | None = field(default=None, metadata={"help": "validation task (None: <task>_val)"})
+    tuning_seeds: tuple[int, ...] = field(default=(), metadata={"help": "held-apart tuning seeds (none: LOO)"})
+
+    def as_record(self) -> dict:
+        return {"select_on": self.select_on, "tuning_seeds": list(self.tuning_seeds)}
+
+
+def look_data(data, seeds, selection: Selection | None):
+    """The data of one look: the runs of `seeds`, each swept setting chosen again on those seeds alone when
+    `selection` is given (`data` then holds every setting's runs: the report's data before `select_settings`), so
+    a look never sees a later wave's validation scores and the report reproduces the look's choice."""
+    view = at_seeds(data, seeds)
+    view.notes = []
+    if selection is not None:
+        from benchctl.report.tuning import select_settings
+
+        view.settings = select_settings(view, selection.select_on, None, selection.tuning_seeds)
+    return view
+
+
+def chosen_settings(view) -> dict:
+    """{arm: {setting: seeds}} of the settings a look chose (empty when no setting is swept)."""
+    settings = getattr(view, "settings", None)
+    if settings is None or settings.empty:
+        return {}
+    rows = settings[settings["chosen"]].drop_duplicates(["arm", "setting"])
+    return {arm: dict(zip(part["setting"], part["chosen_for_seeds"])) for arm, part in rows.groupby("arm")}
+
+
 def at_seeds(data, seeds) -> object:
     """The report data restricted to the runs of `seeds` (their problems and metrics are joined by run_id)."""
     keep, view = set(seeds), copy.copy(data)
@@ -217,21 +250,30 @@ def _premise_closed(row: dict, premise: dict | None, premise_closed: bool, requi
 
 
 def sequential_claims(
-    data, claims: list[Claim], design: SequentialDesign, population: str = "problems", last_look: int | None = None
+    data,
+    claims: list[Claim],
+    design: SequentialDesign,
+    population: str = "problems",
+    last_look: int | None = None,
+    selection: Selection | None = None,
 ) -> pd.DataFrame:
     """The claims table under the sequential design: each claim at its deciding look, else at the last look the
     runs reach, or `last_look` (1-based; the analysis after that wave) when given (CLAIM_COLUMNS +
-    SEQUENTIAL_COLUMNS; module docstring)."""
+    SEQUENTIAL_COLUMNS; module docstring). `selection`: swept settings are chosen at each look on its seeds
+    (`look_data`; `data` unselected); the table's attrs["settings"] lists each look's choice."""
     looks, confidences, times = design.looks(), design.confidences(), design.times()
     present = set(data.runs["seed"].dropna().astype(int))
     index = {c.id: i for i, c in enumerate(claims) if c.id is not None}
     own = [dataclasses.replace(c, requires=None) for c in claims]  # premises are resolved look by look below
     state: dict[int, tuple[dict, int, bool]] = {}  # claim -> (row, look, decided)
+    chosen = []  # each look's settings
     for k, seeds in enumerate(looks[:last_look]):
         if k > 0 and not set(seeds[len(looks[k - 1]) :]) & present:
             break  # this wave has not run (yet, or for no arm)
         open_ = [i for i in range(len(claims)) if not state.get(i, ({}, 0, False))[2]]
-        table = evaluate_claims(at_seeds(data, seeds), [own[i] for i in open_], confidences[k], population=population)
+        view = look_data(data, seeds, selection)
+        chosen.append(chosen_settings(view))
+        table = evaluate_claims(view, [own[i] for i in open_], confidences[k], population=population)
         rows = dict(zip(open_, table.to_dict("records")))
         for i in _premise_order(claims, index):
             if i not in rows:
@@ -240,7 +282,9 @@ def sequential_claims(
             premise = None if c.requires is None else state[index[c.requires]]
             row, closed = _premise_closed(rows[i], premise and premise[0], bool(premise and premise[2]), c.requires)
             state[i] = (row, k, closed or bool(c.testbed))
-    return _table(claims, state, design, times, confidences)
+    out = _table(claims, state, design, times, confidences)
+    out.attrs["settings"] = chosen
+    return out
 
 
 def _premise_order(claims: list[Claim], index: dict) -> list[int]:
@@ -303,6 +347,12 @@ def read_record(inputs) -> dict | None:
     return None
 
 
+def selection_of(record: dict) -> Selection:
+    """The settings rule the looks used (a record written before it was recorded: the report's default)."""
+    rule = record.get("selection") or {}
+    return Selection(rule.get("select_on"), tuple(int(s) for s in rule.get("tuning_seeds") or ()))
+
+
 def design_of(record: dict) -> SequentialDesign:
     """The design a record was run with; a record without one is refused in one line."""
     try:
@@ -318,8 +368,10 @@ def claims_table(data, claims: list[Claim], config) -> tuple[pd.DataFrame, str |
     record = read_record(config.inputs)
     if record is None:
         return evaluate_claims(data, claims, config.confidence, config.seed, population=config.population), None
-    design = design_of(record)
-    table = sequential_claims(data, claims, design, config.population)
+    design, selection = design_of(record), selection_of(record)
+    raw = getattr(data, "before_selection", None)  # the runs of every setting: each look chooses on its seeds
+    table = sequential_claims(data if raw is None else raw, claims, design, config.population, None,
+                              None if raw is None else selection)  # fmt: skip
     tested = table[table["look"].notna()]
     note = (
         f"claims: group-sequential design ({SPENDING}; alpha {design.alpha:g} over looks at seeds "
@@ -327,4 +379,9 @@ def claims_table(data, claims: list[Claim], config) -> tuple[pd.DataFrame, str |
         f"{', '.join(f'{100 * c:.2f}%' for c in design.confidences())}); {int(tested['decided'].sum())} of "
         f"{len(tested)} tested claims decided; each claim's row gives the look its verdict was reached at"
     )
+    if any(table.attrs.get("settings") or ()):
+        note += "; a swept setting is chosen at each look on that look's seeds, as the matrix run chose it"
+    if (config.select_on, tuple(config.tuning_seeds or ())) != (selection.select_on, selection.tuning_seeds):
+        note += (f"; the claims keep the looks' setting rule (select_on {selection.select_on}, tuning seeds "
+                 f"{list(selection.tuning_seeds) or 'none'}), not this report's")  # fmt: skip
     return table, note
