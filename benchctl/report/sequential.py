@@ -55,7 +55,10 @@ DEFAULT_WAVE = 2
 GRID = 1001  # grid points of the recursive integration
 T_PATHS = 200_000  # Monte Carlo paths of the t-scale boundary
 DECIDED = ("holds", "does not hold", EXCLUDED)
-SEQUENTIAL_COLUMNS = ("decided", "look", "looks", "seeds_at_decision", "confidence", "alpha_spent")
+SEQUENTIAL_COLUMNS = (
+    *("decided", "look", "looks", "seeds_at_decision", "confidence", "alpha_spent"),
+    *("median_unbiased", "bias_adjusted"),  # report.stagewise
+)
 
 
 @dataclass(frozen=True)
@@ -303,16 +306,24 @@ def _premise_order(claims: list[Claim], index: dict) -> list[int]:
 
 
 def _table(claims, state, design: SequentialDesign, times, confidences) -> pd.DataFrame:
+    from benchctl.report.stagewise import stagewise_estimate, stagewise_note
+
     rows, last = [], len(times)
+    seeds = tuple(len(s) for s in design.looks())
+    crit = t_boundary(seeds, design.max_seeds, design.alpha)
     for i, c in enumerate(claims):
         row, k, decided = state[i]
-        row = dict(row)
+        row = dict(row, median_unbiased=np.nan, bias_adjusted=np.nan)
         if c.testbed:
             row.update(decided=False, look=np.nan, seeds_at_decision=0, confidence=np.nan, alpha_spent=np.nan)
         else:
             row.update(decided=decided, look=k + 1, seeds_at_decision=int(row["seeds"]), confidence=confidences[k])
             row["alpha_spent"] = spent_alpha(times[k], design.alpha)
-            row["reason"] = "; ".join(x for x in (row.get("reason"), _look_note(row, k, last, design)) if x)
+            if row["seeds"] == seeds[k]:  # the look's seeds all paired (else the design's paths do not apply)
+                est = stagewise_estimate(row, c, seeds, crit, design.alpha)
+                row.update(zip(("median_unbiased", "bias_adjusted"), est))
+            notes = (row.get("reason"), _look_note(row, k, last, design), stagewise_note(row, c))
+            row["reason"] = "; ".join(x for x in notes if x)
         row["looks"] = last
         rows.append(row)
     return pd.DataFrame(rows, columns=[*CLAIM_COLUMNS, *SEQUENTIAL_COLUMNS])
