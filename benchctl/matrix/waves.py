@@ -114,17 +114,19 @@ def run_until_decided(
     wave: int = DEFAULT_WAVE,
     run: Callable[[MatrixSpec], MatrixOutcome] | None = None,
     on_look: Callable[[int, int, object], None] | None = None,
+    shape: str = "normal",
 ) -> WavesOutcome:
     """Run the matrix file `path` in waves until the claims of `claims_path` are decided (module docstring).
     `run(spec)`: runs one wave's cells (`run_matrix` with the command's executor and options). `on_look(look,
-    looks, table)`: called after each analysis (for printing)."""
+    looks, table)`: called after each analysis (for printing). `shape`: the per-seed values the boundary is
+    calibrated on (`sequential.SHAPES`; skewed holds the level for exponential-shaped seeds, docs/report.md)."""
     from benchctl.matrix.runner import run_matrix
     from benchctl.results.store import write_json
 
     results = Path(results)
     spec_cells = read_matrix(path).cells
     claims = check_claim_arms(MatrixSpec(path, spec_cells), read_claims(claims_path), claims_path)
-    design = SequentialDesign(tuple(sorted({c.seed for c in spec_cells})), max_seeds, wave)
+    design = SequentialDesign(tuple(sorted({c.seed for c in spec_cells})), max_seeds, wave, shape=shape)
     run = run or (lambda spec: run_matrix(spec, results))
     record = {"kind": RECORD_KIND, "matrix": str(path), "claims": str(claims_path), "design": design.as_record()}
     record.update(selection=SELECTION.as_record(), confidences=list(design.confidences()), looks=[])

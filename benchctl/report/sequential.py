@@ -55,6 +55,7 @@ DEFAULT_WAVE = 2
 GRID = 1001  # grid points of the recursive integration
 T_PATHS = 200_000  # Monte Carlo paths of the t-scale boundary
 DECIDED = ("holds", "does not hold", EXCLUDED)
+SHAPES = ("normal", "skewed")  # the per-seed values the t-scale boundary is calibrated on (`t_boundary`)
 SEQUENTIAL_COLUMNS = (
     *("decided", "look", "looks", "seeds_at_decision", "confidence", "alpha_spent"),
     *("median_unbiased", "bias_adjusted"),  # report.stagewise
@@ -69,6 +70,10 @@ class SequentialDesign:
     max_seeds: int = field(metadata={"help": "seeds per arm at the last look (>= len(first_seeds))"})
     wave: int = field(default=DEFAULT_WAVE, metadata={"help": "seeds each later wave adds"})
     alpha: float = field(default=0.05, metadata={"help": "two-sided error over all looks (1 - confidence)"})
+    shape: str = field(
+        default="normal",
+        metadata={"help": "per-seed values the boundary is calibrated on: normal, or skewed (exponential-shaped)"},
+    )
 
     def __post_init__(self) -> None:
         n = len(self.first_seeds)
@@ -83,6 +88,8 @@ class SequentialDesign:
             raise BenchctlError(f"--wave-seeds must be an integer >= 1; got {self.wave!r}")
         if not 0.0 < self.alpha < 1.0:
             raise BenchctlError(f"alpha must lie in (0, 1); got {self.alpha!r}")
+        if self.shape not in SHAPES:
+            raise BenchctlError(f"--seed-shape {self.shape!r}; choose one of: {', '.join(SHAPES)}")
 
     def looks(self) -> tuple[tuple[int, ...], ...]:
         """The seeds seen at each look: the first wave, then `wave` more seeds numbered after the largest."""
@@ -103,7 +110,7 @@ class SequentialDesign:
         seeds = tuple(len(s) for s in self.looks())
         return tuple(
             float(1.0 - 2.0 * stats.t.sf(c, n - 1)) if np.isfinite(c) else 1.0
-            for c, n in zip(t_boundary(seeds, self.max_seeds, self.alpha), seeds)
+            for c, n in zip(t_boundary(seeds, self.max_seeds, self.alpha, self.shape), seeds)
         )
 
     def as_record(self) -> dict:
@@ -159,29 +166,37 @@ def look_confidences(times: tuple[float, ...], alpha: float = 0.05) -> tuple[flo
     return tuple(float(1.0 - 2.0 * stats.norm.sf(c)) for c in boundary(tuple(times), alpha))
 
 
-@functools.lru_cache(maxsize=256)
-def t_boundary(seeds: tuple[int, ...], max_seeds: int, alpha: float = 0.05) -> tuple[float, ...]:
-    """Critical values of the paired t statistics T_k = mean / (sd / sqrt(n_k)) at looks of n_k seeds spending
-    `spent_alpha(n_k / max_seeds)`: look 1 exactly (the t quantile, n_1 - 1 df), each later look the value whose
-    crossing probability among the T_PATHS paths (i.i.d. normal seeds, RNG seed 0) not crossed before equals the
-    look's increment of spent alpha. A look under 3 seeds (`config.MIN_SEEDS`: no verdict) spends nothing (inf) and
-    leaves its alpha to the next."""
-    from benchctl.report.config import MIN_SEEDS
-
+@functools.lru_cache(maxsize=8)
+def _null_t(seeds: tuple[int, ...], shape: str) -> np.ndarray:
+    """|T_k| of the T_PATHS null paths (RNG seed 0) at looks of `seeds` seeds: (M, K). normal: i.i.d. standard
+    normal seeds; skewed: i.i.d. standard exponential seeds minus 1 (mean 0, skewness 2)."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((T_PATHS, max(seeds)))  # (M, N): the seeds' values of each path
+    shape_of = {"normal": rng.standard_normal, "skewed": lambda size: rng.standard_exponential(size) - 1.0}
+    x = shape_of[shape]((T_PATHS, max(seeds)))  # (M, N): the seeds' values of each path
     n = np.array(seeds)
     total, squares = np.cumsum(x, axis=1)[:, n - 1], np.cumsum(x * x, axis=1)[:, n - 1]  # (M, K)
     mean = total / n
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_stat = np.abs(mean / np.sqrt((squares - n * mean**2) / (n - 1) / n))  # (M, K)
+        return np.abs(mean / np.sqrt((squares - n * mean**2) / (n - 1) / n))  # (M, K)
+
+
+@functools.lru_cache(maxsize=256)
+def t_boundary(seeds: tuple[int, ...], max_seeds: int, alpha: float = 0.05, shape: str = "normal") -> tuple[float, ...]:
+    """Critical values of the paired t statistics T_k = mean / (sd / sqrt(n_k)) at looks of n_k seeds spending
+    `spent_alpha(n_k / max_seeds)`: each look the value whose crossing probability among the T_PATHS paths of
+    `shape` (`_null_t`) not crossed before equals the look's increment of spent alpha; for normal seeds the first
+    look that spends is exact (the t quantile, n_1 - 1 df). A look under 3 seeds (`config.MIN_SEEDS`: no verdict)
+    spends nothing (inf) and leaves its alpha to the next."""
+    from benchctl.report.config import MIN_SEEDS
+
+    t_stat = _null_t(tuple(seeds), shape)
     alive, out, spent = np.ones(T_PATHS, bool), [], 0.0
     for k, n_k in enumerate(seeds):
         target = spent_alpha(n_k / max_seeds, alpha) - spent
         if n_k < MIN_SEEDS:
             out.append(np.inf)
             continue
-        if k == 0 or spent == 0.0:  # nothing crossed before: exact
+        if shape == "normal" and (k == 0 or spent == 0.0):  # nothing crossed before: exact
             c = float(stats.t.isf(target / 2.0, n_k - 1))
         else:
             candidates = np.sort(t_stat[alive, k])[::-1]
@@ -310,7 +325,7 @@ def _table(claims, state, design: SequentialDesign, times, confidences) -> pd.Da
 
     rows, last = [], len(times)
     seeds = tuple(len(s) for s in design.looks())
-    crit = t_boundary(seeds, design.max_seeds, design.alpha)
+    crit = t_boundary(seeds, design.max_seeds, design.alpha, design.shape)
     for i, c in enumerate(claims):
         row, k, decided = state[i]
         row = dict(row, median_unbiased=np.nan, bias_adjusted=np.nan)
@@ -368,7 +383,8 @@ def design_of(record: dict) -> SequentialDesign:
     """The design a record was run with; a record without one is refused in one line."""
     try:
         d = record["design"]
-        return SequentialDesign(tuple(d["first_seeds"]), int(d["max_seeds"]), int(d["wave"]), float(d["alpha"]))
+        shape = str(d.get("shape", "normal"))
+        return SequentialDesign(tuple(d["first_seeds"]), int(d["max_seeds"]), int(d["wave"]), float(d["alpha"]), shape)
     except (KeyError, TypeError, ValueError) as exc:
         raise BenchctlError(f"{RECORD_FILE}: no readable design ({type(exc).__name__}: {exc})") from None
 
@@ -390,6 +406,8 @@ def claims_table(data, claims: list[Claim], config) -> tuple[pd.DataFrame, str |
         f"{', '.join(f'{100 * c:.2f}%' for c in design.confidences())}); {int(tested['decided'].sum())} of "
         f"{len(tested)} tested claims decided; each claim's row gives the look its verdict was reached at"
     )
+    if design.shape == "skewed":
+        note += "; boundary calibrated on skewed (exponential-shaped) per-seed values (--seed-shape skewed)"
     if any(table.attrs.get("settings") or ()):
         note += "; a swept setting is chosen at each look on that look's seeds, as the matrix run chose it"
     if (config.select_on, tuple(config.tuning_seeds or ())) != (selection.select_on, selection.tuning_seeds):

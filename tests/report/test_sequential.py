@@ -192,3 +192,24 @@ def test_a_swept_setting_is_chosen_at_each_look_on_its_seeds_and_the_report_repr
     assert first.decided and first.look == 1 and first.verdict == "holds" and first.effect > 0.5
     assert (row.verdict, row.look, row.seeds) == (first.verdict, first.look, first.seeds)
     assert row.effect == pytest.approx(first.effect) and row.low == pytest.approx(first.low)
+
+
+def test_the_skewed_boundary_holds_the_level_on_exponential_seeds_where_the_normal_one_does_not():
+    design, normal = SequentialDesign((1, 2, 3, 4), 8, 2, shape="skewed"), SequentialDesign((1, 2, 3, 4), 8, 2)
+    seeds = tuple(len(s) for s in design.looks())
+    x = np.random.default_rng(7).standard_exponential((100_000, 8)) - 1.0  # not the boundary's own paths
+    n = np.array(seeds)
+    mean = np.cumsum(x, axis=1)[:, n - 1] / n
+    sd = np.sqrt((np.cumsum(x * x, axis=1)[:, n - 1] - n * mean**2) / (n - 1))
+    t_stat = np.abs(mean / (sd / np.sqrt(n)))
+    level = {
+        d.shape: (t_stat >= np.array(t_boundary(seeds, 8, 0.05, d.shape))).any(axis=1).mean() for d in (design, normal)
+    }
+    assert level["skewed"] == pytest.approx(0.05, abs=0.0035)  # Monte Carlo se 0.0007
+    assert level["normal"] > 0.11
+    assert design.confidences()[-1] > normal.confidences()[-1]
+
+
+def test_an_unknown_seed_shape_is_refused_with_the_choices():
+    with pytest.raises(BenchctlError, match="choose one of: normal, skewed"):
+        SequentialDesign((1, 2, 3), 6, shape="lognormal")
