@@ -16,6 +16,10 @@ claims' intervals are t intervals over few seeds, so the critical values used ar
 statistics (`t_boundary`): look 1 exactly (the t quantile), each later look calibrated on `T_PATHS` simulated paths
 of i.i.d. normal seeds so that its crossing probability equals its increment of spent alpha (mapping the normal
 values to t quantiles instead put the level at 6.0% with a 3-seed first look, benchmarks/report_sequential.py).
+With `shape="skewed"` (`--seed-shape skewed`) every look, the first included, is calibrated on paths of
+exponential seeds minus 1 (skewness 2): the normal-calibrated boundary rejects 13-14% with such seeds where the
+fixed t-test rejects 9-11% (docs/report.md, "Skewed per-seed values"); the skewed one holds about 5% there, at a
+cost in power for normal seeds.
 Look k's interval is the claim's usual interval (`claims.seed_effect`) at the *adjusted confidence* 1 - 2
 P(T_{n_k - 1} >= c_k): these are repeated confidence intervals (Jennison & Turnbull 1989, JRSS B 51:305), which
 cover the effect at every look at once with probability 1 - alpha (exactly for one value per run; for pass@k under
@@ -29,6 +33,10 @@ decided and is not "holds" (it stays inconclusive, premise not established), or 
 verdict is decided. A decided claim keeps the verdict, interval and seeds of its deciding look (later seeds of its
 arms, run for other claims, do not enter it). A claim undecided at the last look (max_seeds) reports that look's
 verdict. `testbed:` claims are not part of the design.
+
+Swept settings: with `selection` each look chooses a swept setting on its own seeds (`look_data`), as the report
+does again from the runs of every setting (`claims_table`), so the report reproduces the looks. The effect at the
+deciding look is shown beside its stopping-adjusted estimates (`report.stagewise`).
 """
 
 from __future__ import annotations
