@@ -155,11 +155,17 @@ def _solve(g, u_star: float, se: float, points: int = 81) -> float:
 
 def stagewise_note(row: dict, claim) -> str:
     """'bias-adjusted +0.6 pts, median-unbiased +0.8 pts': the adjusted effects beside the look's, in the claims
-    table's units (percent for a relative effect, points for pass@k); '' when not adjusted."""
+    table's units (percent for a relative effect, points for pass@k), with a caveat for a stop at the first look
+    (measured: neither estimate, nor the conditional MLE, moves it much; docs/report.md); '' when not adjusted."""
     scale, unit = (100.0, "%") if claim.relative else (100.0, " pts") if claim.metric == "pass@k" else (1.0, "")
     parts = [
         f"{name} {row[col] * scale:+.1f}{unit}"
         for name, col in (("bias-adjusted", "bias_adjusted"), ("median-unbiased", "median_unbiased"))
         if np.isfinite(row.get(col, np.nan))
     ]
-    return f"effect adjusted for stopping: {', '.join(parts)}" if parts else ""
+    if not parts:
+        return ""
+    first = int(row.get("look", 0)) == 1 and exits(claim.direction, claim.margin, claim.stated_effect, row["low"],
+                                                  row["high"]) != 0  # fmt: skip
+    caveat = "; a first-look stop: the effect is inflated and these seeds cannot undo it" if first else ""
+    return f"effect adjusted for stopping: {', '.join(parts)}{caveat}"
