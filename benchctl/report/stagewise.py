@@ -21,7 +21,7 @@ Computation [our choice]: both by Monte Carlo on `PATHS` paths of i.i.d. normal 
 with the claim's own decision rule (`claims.verdict`'s, vectorised in `exits`: holds is an exit upward; does not
 hold and paper's effect excluded are exits downward), the per-seed sd fixed at the deciding look's estimate (a
 plug-in: sd = se * sqrt(seeds); a claim decided at an early look is decided partly because its sd came out small,
-which the plug-in cannot undo: the adjustment at look 1 is small, benchmarks/report_sequential.py --bias). The
+which the plug-in cannot undo: the adjustment at look 1 is small, benchmarks/report_sequential.py --parts 3). The
 scale is the claim's: the effect for an absolute claim, the log ratio for a relative one (its interval is symmetric
 there), mirrored for `less` / `at_most`; se is the look's interval half-width over the design's t critical value
 on seeds - 1 df (for pass@k under `--population problems` the crossed interval's df differ: an approximation).
