@@ -1,6 +1,6 @@
 """Seeds until decided: the group-sequential design's error rates, and the compute it saves on the claims testbed.
 
-    python benchmarks/report_sequential.py [--reps 2000] [--seed 0]
+    python benchmarks/report_sequential.py [--reps 2000] [--seed 0] [--parts 1,2,3,4]
 
 Everything goes through the package: each look's interval is `benchctl.report.stats.crossed_estimate` (the
 interval `claims.seed_effect` computes for an absolute effect; one unit per seed, so the paired t on per-seed
@@ -23,6 +23,14 @@ each tested claim's effect and seed-level sd, sd = CI half-width * sqrt(4) / t(0
 per design the expected decided claims and cells (an arm runs as long as one of its claims is undecided; the
 baseline grpo as long as any arm compared with it), the fixed designs at 3..16 seeds, and the fixed design of equal
 power (the seeds, linear between whole seeds, deciding as many claims in expectation) with its core-hours.
+Part 3, the effect at the deciding look (issue 41 item 9): per design and delta / sigma, a `greater` claim without a
+stated effect; for the claims decided at each look, the mean of the printed effect (the look's mean), of the
+conditional bias-adjusted estimate and of the median-unbiased estimate (`benchctl.report.stagewise`), each in sd
+units with its Monte Carlo se; and over all stops P(median-unbiased > delta) (1/2 when median-unbiased).
+Part 4, skewed per-seed values (issue 41 item 10): the level (0 excluded when delta = 0, claim without a stated
+effect) of the sequential design with the normal and the skewed boundary (`SequentialDesign.shape`) and of the
+fixed t-test at max seeds, for normal, exponential (skewness 2), gamma(1/2) (skewness 2.8) and lognormal(0, 1)
+(skewness 6.2) seeds centred at 0; and the power at delta = sigma for normal seeds.
 """
 
 from __future__ import annotations
@@ -33,8 +41,9 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from benchctl.report.claims import verdict
-from benchctl.report.sequential import SequentialDesign, is_decided
+from benchctl.report.claims import Claim, verdict
+from benchctl.report.sequential import SequentialDesign, is_decided, t_boundary
+from benchctl.report.stagewise import stagewise_estimate
 from benchctl.report.stats import crossed_estimate
 
 DESIGNS = ((4, 8, 2), (4, 10, 2), (3, 9, 3), (4, 12, 4))  # (first-wave seeds, max seeds, wave)
@@ -184,19 +193,83 @@ def testbed_compute(reps: int, rng: np.random.Generator) -> None:
               f"{costs[:, 0].mean():.1f} | {costs[:, 1].mean():.2f} | equal-power fixed: {equal}")  # fmt: skip
 
 
+# ---- part 3: the effect at the deciding look; part 4: skewed seeds ------------------------------------------
+
+
+def adjusted_effects(reps: int, rng: np.random.Generator) -> None:
+    print(f"\n## Part 3: the effect at the deciding look, {reps} reps per regime (in sd units, Monte Carlo se)")
+    print("design | delta/sigma | look | share stopped there | printed | bias-adjusted | median-unbiased")
+    claim = Claim(paper="-", claim="-", arm="a", baseline="b", metric="m")
+    for first, top, wave in ((4, 8, 2), (3, 9, 3)):
+        design = SequentialDesign(tuple(range(1, first + 1)), top, wave)
+        seeds = tuple(len(s) for s in design.looks())
+        crit = t_boundary(seeds, top, design.alpha)
+        for delta in (0.5, 1.0):
+            rows = []
+            for _ in range(reps):
+                _found, k, low, high, _ = run_claim(rng.normal(delta, 1.0, top), design, "greater", 0.0, None)
+                effect = 0.5 * (low + high)  # the paired t interval is symmetric about the look's mean
+                row = {"look": k + 1, "effect": effect, "low": low, "high": high}
+                rows.append((k, effect, *stagewise_estimate(row, claim, seeds, crit, design.alpha)))
+            a = np.array(rows, float)
+            for k in range(len(seeds)):
+                part = a[a[:, 0] == k]
+                if len(part) < 2:
+                    continue
+                cells = " | ".join(_mean_se(part[:, j]) for j in (1, 3, 2))
+                print(f"({first},{top},{wave}) | {delta:.1f} | {k + 1} | {len(part) / reps:.2f} | {cells}")
+            print(f"({first},{top},{wave}) | {delta:.1f} | all | 1.00 | {_mean_se(a[:, 1])} | {_mean_se(a[:, 3])} | "
+                  f"{_mean_se(a[:, 2])}; P(median-unbiased > delta) {_rate(a[:, 2] > delta)}")  # fmt: skip
+
+
+def _mean_se(x) -> str:
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    return f"{x.mean():+.3f} ({x.std(ddof=1) / np.sqrt(len(x)):.3f})"
+
+
+SKEWED = {
+    "normal": lambda rng, size: rng.standard_normal(size),
+    "exponential": lambda rng, size: rng.standard_exponential(size) - 1.0,
+    "gamma(1/2)": lambda rng, size: (rng.gamma(0.5, 1.0, size) - 0.5) / np.sqrt(0.5),
+    "lognormal(0,1)": lambda rng, size: (np.exp(rng.standard_normal(size)) - np.exp(0.5)) / np.sqrt(np.e**2 - np.e),
+}
+
+
+def skewed_level(reps: int, rng: np.random.Generator) -> None:
+    print(f"\n## Part 4: skewed per-seed values, {reps} reps per regime: level (power for normal, delta = sigma)")
+    print("design | seeds | sequential, normal boundary | sequential, skewed boundary | fixed t at max seeds")
+    for first, top, wave in DESIGNS:
+        designs = [SequentialDesign(tuple(range(1, first + 1)), top, wave, shape=s) for s in ("normal", "skewed")]
+        for name, draw in [*SKEWED.items(), ("normal, power", None)]:
+            out = {"normal": [], "skewed": [], "fixed": []}
+            for _ in range(reps):
+                d = draw(rng, top) if draw is not None else rng.standard_normal(top) + 1.0
+                for design in designs:
+                    *_, low, high, _ = run_claim(d, design, "greater", 0.0, None)
+                    out[design.shape].append(low > 0 or high <= 0)
+                est = crossed_estimate(d[None, :], 0.95, "fixed")
+                out["fixed"].append(est.low > 0 or est.high <= 0)
+            print(f"({first},{top},{wave}) | {name} | {_rate(out['normal'])} | {_rate(out['skewed'])} | "
+                  f"{_rate(out['fixed'])}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parts", default="1,2", help="which parts to run, e.g. 3,4")
     args = parser.parse_args()
+    parts = {int(p) for p in args.parts.split(",")}
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
     for first, top, wave in DESIGNS:
         design = SequentialDesign(tuple(range(1, first + 1)), top, wave)
         print(f"design ({first},{top},{wave}): looks at {[len(s) for s in design.looks()]} seeds, adjusted "
               f"confidence {[round(100 * c, 2) for c in design.confidences()]}%")  # fmt: skip
-    error_rates(args.reps, rng)
-    testbed_compute(args.reps, rng)
+    for part, run in ((1, error_rates), (2, testbed_compute), (3, adjusted_effects), (4, skewed_level)):
+        if part in parts:
+            run(args.reps, rng)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

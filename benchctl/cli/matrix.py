@@ -38,6 +38,15 @@ WaveSeeds = Annotated[
     int, typer.Option("--wave-seeds", help="Seeds each wave after the file's own adds (--until-decided).")
 ]
 
+SeedShape = Annotated[
+    str,
+    typer.Option(
+        "--seed-shape",
+        help="Per-seed values the boundary is calibrated on (--until-decided): normal, or skewed (holds the level "
+        "when per-seed values are exponential-shaped, at a cost in power; docs/report.md 'Seeds until decided').",
+    ),
+]
+
 matrix_app = typer.Typer(
     help="Run a (model x estimator grid x recipe x G x seed) matrix of training runs, "
     "resumably, each evaluated; RESULTS/index.parquet lists them.",
@@ -77,6 +86,7 @@ def run_command(
     until_decided: UntilDecided = None,
     max_seeds: MaxSeeds = None,
     wave_seeds: WaveSeeds = 2,
+    seed_shape: SeedShape = "normal",
 ):
     """Train then evaluate every cell into RESULTS/runs/<cell>/. Rerunning skips finished cells, resumes
     interrupted ones from their checkpoint and runs the failed ones again. Ends with the cells left failed; exit 1
@@ -97,7 +107,7 @@ def run_command(
         )
 
     outcome = (
-        _until_decided(file, results, until_decided, max_seeds, wave_seeds, run)
+        _until_decided(file, results, until_decided, max_seeds, (wave_seeds, seed_shape), run)
         if until_decided is not None or max_seeds is not None
         else run(spec)
     )
@@ -106,7 +116,7 @@ def run_command(
         raise typer.Exit(130 if outcome.interrupted else 1)
 
 
-def _until_decided(file: str, results: str, claims: str | None, max_seeds: int | None, wave: int, run):
+def _until_decided(file: str, results: str, claims: str | None, max_seeds: int | None, waves: tuple, run):
     """The group-sequential run (`benchctl.matrix.waves`), printing each look; the last wave's outcome."""
     from benchctl.errors import BenchctlError
     from benchctl.matrix.render import print_look
@@ -117,7 +127,8 @@ def _until_decided(file: str, results: str, claims: str | None, max_seeds: int |
             ("--max-seeds", "--until-decided CLAIMS") if not claims else ("--until-decided", "--max-seeds N")
         )
         raise BenchctlError(f"{given} needs {missing} (a group-sequential run names its claims file and its max seeds)")
-    return run_until_decided(file, results, claims, max_seeds, wave, run=run, on_look=print_look).last
+    wave, shape = waves  # --wave-seeds, --seed-shape
+    return run_until_decided(file, results, claims, max_seeds, wave, run=run, on_look=print_look, shape=shape).last
 
 
 def _warn_inert(spec) -> None:

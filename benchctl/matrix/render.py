@@ -171,6 +171,8 @@ def print_look(look: int, looks: int, claims) -> None:
         table.add_column(col, overflow="fold")
     for c in tested.itertuples():
         interval = "-" if c.low != c.low else f"{c.effect:+.3f} [{c.low:+.3f}, {c.high:+.3f}]"
+        adjusted = getattr(c, "bias_adjusted", float("nan"))
+        interval += f"; bias-adjusted {adjusted:+.3f}" if adjusted == adjusted else ""  # report.stagewise
         at = f"look {int(c.look)} ({100 * c.confidence:.1f}% CI)" if c.decided else "-"
         table.add_row(c.id or c.claim, f"{c.arm} vs {c.baseline}", interval, str(c.seeds), c.verdict, at)
     _console().print(table)

@@ -9,7 +9,9 @@ a later wave is the file's cell with that seed (same name rule, `-s<seed>`). The
 is decided or the last wave (max_seeds) has run. Each wave is a `run_matrix`, so a rerun of the same command resumes:
 finished cells are skipped and the looks come out the same. A wave that leaves a cell failed (or is interrupted)
 ends the loop: the next run retries it first. RESULTS/sequential.json records the design and every look (seeds,
-arms run, each claim's verdict and whether it is decided); `benchctl report --claims` reads it.
+arms run, the settings chosen, each claim's verdict and whether it is decided); `benchctl report --claims` reads
+it. A swept setting (a matrix `train:` axis) is chosen at each look by the report's rule (`report.tuning`,
+leave-one-seed-out on `<task>_val`) on that look's seeds only, and the report chooses it again the same way.
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ from benchctl.errors import BenchctlError
 from benchctl.matrix.outcome import MatrixOutcome
 from benchctl.matrix.spec import Cell, MatrixSpec, parse_matrix, read_matrix
 from benchctl.report.claims import Claim, read_claims
-from benchctl.report.sequential import DEFAULT_WAVE, RECORD_FILE, RECORD_KIND, SequentialDesign, sequential_claims
+from benchctl.report.sequential import (
+    DEFAULT_WAVE,
+    RECORD_FILE,
+    RECORD_KIND,
+    Selection,
+    SequentialDesign,
+    sequential_claims,
+)
 from benchctl.yamlfile import read_yaml
+
+SELECTION = Selection()  # [our choice] the report's default rule: <task>_val, leave-one-seed-out
 
 
 @dataclass(frozen=True)
@@ -72,12 +83,13 @@ def open_arms(table, claims: list[Claim]) -> set[str]:
 
 def analyse(results: Path, claims: list[Claim], design: SequentialDesign, look: int):
     """The claims table of the analysis at `look` (1-based) of the runs under `results` (`sequential.
-    sequential_claims`; a resumed run's later seeds do not enter an earlier look)."""
+    sequential_claims`; a resumed run's later seeds do not enter an earlier look). A swept setting is chosen at
+    each look on that look's seeds (the report's rule, `SELECTION`), as `benchctl report` then reproduces it."""
     from benchctl.report.config import ReportConfig
     from benchctl.report.load import load_report_data
 
     data = load_report_data(ReportConfig(inputs=(str(results),), baseline=None))
-    return sequential_claims(data, claims, design, last_look=look)
+    return sequential_claims(data, claims, design, last_look=look, selection=SELECTION)
 
 
 def _look_record(k: int, seeds, arms, table, claims) -> dict:
@@ -85,6 +97,7 @@ def _look_record(k: int, seeds, arms, table, claims) -> dict:
         "look": k + 1,
         "seeds": list(seeds),
         "arms_run": sorted(arms) if arms is not None else "all",
+        "settings": (table.attrs.get("settings") or [{}])[-1],  # {arm: {setting: seeds it served}}
         "claims": [
             {"id": c.id or c.claim, "verdict": row["verdict"], "decided": bool(row["decided"]), "seeds": row["seeds"]}
             for c, row in zip(claims, table.to_dict("records"))
@@ -101,20 +114,22 @@ def run_until_decided(
     wave: int = DEFAULT_WAVE,
     run: Callable[[MatrixSpec], MatrixOutcome] | None = None,
     on_look: Callable[[int, int, object], None] | None = None,
+    shape: str = "normal",
 ) -> WavesOutcome:
     """Run the matrix file `path` in waves until the claims of `claims_path` are decided (module docstring).
     `run(spec)`: runs one wave's cells (`run_matrix` with the command's executor and options). `on_look(look,
-    looks, table)`: called after each analysis (for printing)."""
+    looks, table)`: called after each analysis (for printing). `shape`: the per-seed values the boundary is
+    calibrated on (`sequential.SHAPES`; skewed holds the level for exponential-shaped seeds, docs/report.md)."""
     from benchctl.matrix.runner import run_matrix
     from benchctl.results.store import write_json
 
     results = Path(results)
     spec_cells = read_matrix(path).cells
     claims = check_claim_arms(MatrixSpec(path, spec_cells), read_claims(claims_path), claims_path)
-    design = SequentialDesign(tuple(sorted({c.seed for c in spec_cells})), max_seeds, wave)
+    design = SequentialDesign(tuple(sorted({c.seed for c in spec_cells})), max_seeds, wave, shape=shape)
     run = run or (lambda spec: run_matrix(spec, results))
     record = {"kind": RECORD_KIND, "matrix": str(path), "claims": str(claims_path), "design": design.as_record()}
-    record.update(confidences=list(design.confidences()), looks=[])
+    record.update(selection=SELECTION.as_record(), confidences=list(design.confidences()), looks=[])
     results.mkdir(parents=True, exist_ok=True)
     write_json(results / RECORD_FILE, record)
     looks, arms, outcomes, table = design.looks(), None, [], None

@@ -16,6 +16,10 @@ claims' intervals are t intervals over few seeds, so the critical values used ar
 statistics (`t_boundary`): look 1 exactly (the t quantile), each later look calibrated on `T_PATHS` simulated paths
 of i.i.d. normal seeds so that its crossing probability equals its increment of spent alpha (mapping the normal
 values to t quantiles instead put the level at 6.0% with a 3-seed first look, benchmarks/report_sequential.py).
+With `shape="skewed"` (`--seed-shape skewed`) every look, the first included, is calibrated on paths of
+exponential seeds minus 1 (skewness 2): the normal-calibrated boundary rejects 13-14% with such seeds where the
+fixed t-test rejects 9-11% (docs/report.md, "Skewed per-seed values"); the skewed one holds about 5% there, at a
+cost in power for normal seeds.
 Look k's interval is the claim's usual interval (`claims.seed_effect`) at the *adjusted confidence* 1 - 2
 P(T_{n_k - 1} >= c_k): these are repeated confidence intervals (Jennison & Turnbull 1989, JRSS B 51:305), which
 cover the effect at every look at once with probability 1 - alpha (exactly for one value per run; for pass@k under
@@ -29,6 +33,10 @@ decided and is not "holds" (it stays inconclusive, premise not established), or 
 verdict is decided. A decided claim keeps the verdict, interval and seeds of its deciding look (later seeds of its
 arms, run for other claims, do not enter it). A claim undecided at the last look (max_seeds) reports that look's
 verdict. `testbed:` claims are not part of the design.
+
+Swept settings: with `selection` each look chooses a swept setting on its own seeds (`look_data`), as the report
+does again from the runs of every setting (`claims_table`), so the report reproduces the looks. The effect at the
+deciding look is shown beside its stopping-adjusted estimates (`report.stagewise`).
 """
 
 from __future__ import annotations
@@ -55,7 +63,11 @@ DEFAULT_WAVE = 2
 GRID = 1001  # grid points of the recursive integration
 T_PATHS = 200_000  # Monte Carlo paths of the t-scale boundary
 DECIDED = ("holds", "does not hold", EXCLUDED)
-SEQUENTIAL_COLUMNS = ("decided", "look", "looks", "seeds_at_decision", "confidence", "alpha_spent")
+SHAPES = ("normal", "skewed")  # the per-seed values the t-scale boundary is calibrated on (`t_boundary`)
+SEQUENTIAL_COLUMNS = (
+    *("decided", "look", "looks", "seeds_at_decision", "confidence", "alpha_spent"),
+    *("median_unbiased", "bias_adjusted"),  # report.stagewise
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,10 @@ class SequentialDesign:
     max_seeds: int = field(metadata={"help": "seeds per arm at the last look (>= len(first_seeds))"})
     wave: int = field(default=DEFAULT_WAVE, metadata={"help": "seeds each later wave adds"})
     alpha: float = field(default=0.05, metadata={"help": "two-sided error over all looks (1 - confidence)"})
+    shape: str = field(
+        default="normal",
+        metadata={"help": "per-seed values the boundary is calibrated on: normal, or skewed (exponential-shaped)"},
+    )
 
     def __post_init__(self) -> None:
         n = len(self.first_seeds)
@@ -80,6 +96,8 @@ class SequentialDesign:
             raise BenchctlError(f"--wave-seeds must be an integer >= 1; got {self.wave!r}")
         if not 0.0 < self.alpha < 1.0:
             raise BenchctlError(f"alpha must lie in (0, 1); got {self.alpha!r}")
+        if self.shape not in SHAPES:
+            raise BenchctlError(f"--seed-shape {self.shape!r}; choose one of: {', '.join(SHAPES)}")
 
     def looks(self) -> tuple[tuple[int, ...], ...]:
         """The seeds seen at each look: the first wave, then `wave` more seeds numbered after the largest."""
@@ -100,7 +118,7 @@ class SequentialDesign:
         seeds = tuple(len(s) for s in self.looks())
         return tuple(
             float(1.0 - 2.0 * stats.t.sf(c, n - 1)) if np.isfinite(c) else 1.0
-            for c, n in zip(t_boundary(seeds, self.max_seeds, self.alpha), seeds)
+            for c, n in zip(t_boundary(seeds, self.max_seeds, self.alpha, self.shape), seeds)
         )
 
     def as_record(self) -> dict:
@@ -156,29 +174,37 @@ def look_confidences(times: tuple[float, ...], alpha: float = 0.05) -> tuple[flo
     return tuple(float(1.0 - 2.0 * stats.norm.sf(c)) for c in boundary(tuple(times), alpha))
 
 
-@functools.lru_cache(maxsize=256)
-def t_boundary(seeds: tuple[int, ...], max_seeds: int, alpha: float = 0.05) -> tuple[float, ...]:
-    """Critical values of the paired t statistics T_k = mean / (sd / sqrt(n_k)) at looks of n_k seeds spending
-    `spent_alpha(n_k / max_seeds)`: look 1 exactly (the t quantile, n_1 - 1 df), each later look the value whose
-    crossing probability among the T_PATHS paths (i.i.d. normal seeds, RNG seed 0) not crossed before equals the
-    look's increment of spent alpha. A look under 3 seeds (`config.MIN_SEEDS`: no verdict) spends nothing (inf) and
-    leaves its alpha to the next."""
-    from benchctl.report.config import MIN_SEEDS
-
+@functools.lru_cache(maxsize=8)
+def _null_t(seeds: tuple[int, ...], shape: str) -> np.ndarray:
+    """|T_k| of the T_PATHS null paths (RNG seed 0) at looks of `seeds` seeds: (M, K). normal: i.i.d. standard
+    normal seeds; skewed: i.i.d. standard exponential seeds minus 1 (mean 0, skewness 2)."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((T_PATHS, max(seeds)))  # (M, N): the seeds' values of each path
+    shape_of = {"normal": rng.standard_normal, "skewed": lambda size: rng.standard_exponential(size) - 1.0}
+    x = shape_of[shape]((T_PATHS, max(seeds)))  # (M, N): the seeds' values of each path
     n = np.array(seeds)
     total, squares = np.cumsum(x, axis=1)[:, n - 1], np.cumsum(x * x, axis=1)[:, n - 1]  # (M, K)
     mean = total / n
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_stat = np.abs(mean / np.sqrt((squares - n * mean**2) / (n - 1) / n))  # (M, K)
+        return np.abs(mean / np.sqrt((squares - n * mean**2) / (n - 1) / n))  # (M, K)
+
+
+@functools.lru_cache(maxsize=256)
+def t_boundary(seeds: tuple[int, ...], max_seeds: int, alpha: float = 0.05, shape: str = "normal") -> tuple[float, ...]:
+    """Critical values of the paired t statistics T_k = mean / (sd / sqrt(n_k)) at looks of n_k seeds spending
+    `spent_alpha(n_k / max_seeds)`: each look the value whose crossing probability among the T_PATHS paths of
+    `shape` (`_null_t`) not crossed before equals the look's increment of spent alpha; for normal seeds the first
+    look that spends is exact (the t quantile, n_1 - 1 df). A look under 3 seeds (`config.MIN_SEEDS`: no verdict)
+    spends nothing (inf) and leaves its alpha to the next."""
+    from benchctl.report.config import MIN_SEEDS
+
+    t_stat = _null_t(tuple(seeds), shape)
     alive, out, spent = np.ones(T_PATHS, bool), [], 0.0
     for k, n_k in enumerate(seeds):
         target = spent_alpha(n_k / max_seeds, alpha) - spent
         if n_k < MIN_SEEDS:
             out.append(np.inf)
             continue
-        if k == 0 or spent == 0.0:  # nothing crossed before: exact
+        if shape == "normal" and (k == 0 or spent == 0.0):  # nothing crossed before: exact
             c = float(stats.t.isf(target / 2.0, n_k - 1))
         else:
             candidates = np.sort(t_stat[alive, k])[::-1]
@@ -195,6 +221,39 @@ def t_boundary(seeds: tuple[int, ...], max_seeds: int, alpha: float = 0.05) -> t
 def is_decided(verdict: str) -> bool:
     """A verdict that settles the claim (module docstring): holds, does not hold, paper's effect excluded."""
     return verdict in DECIDED
+
+
+@dataclass(frozen=True)
+class Selection:
+    """How a swept setting is chosen at every look (`tuning.select_settings`, on the look's seeds only)."""
+
+    select_on: str | None = field(default=None, metadata={"help": "validation task (None: <task>_val)"})
+    tuning_seeds: tuple[int, ...] = field(default=(), metadata={"help": "held-apart tuning seeds (none: LOO)"})
+
+    def as_record(self) -> dict:
+        return {"select_on": self.select_on, "tuning_seeds": list(self.tuning_seeds)}
+
+
+def look_data(data, seeds, selection: Selection | None):
+    """The data of one look: the runs of `seeds`, each swept setting chosen again on those seeds alone when
+    `selection` is given (`data` then holds every setting's runs: the report's data before `select_settings`), so
+    a look never sees a later wave's validation scores and the report reproduces the look's choice."""
+    view = at_seeds(data, seeds)
+    view.notes = []
+    if selection is not None:
+        from benchctl.report.tuning import select_settings
+
+        view.settings = select_settings(view, selection.select_on, None, selection.tuning_seeds)
+    return view
+
+
+def chosen_settings(view) -> dict:
+    """{arm: {setting: seeds}} of the settings a look chose (empty when no setting is swept)."""
+    settings = getattr(view, "settings", None)
+    if settings is None or settings.empty:
+        return {}
+    rows = settings[settings["chosen"]].drop_duplicates(["arm", "setting"])
+    return {arm: dict(zip(part["setting"], part["chosen_for_seeds"])) for arm, part in rows.groupby("arm")}
 
 
 def at_seeds(data, seeds) -> object:
@@ -217,21 +276,30 @@ def _premise_closed(row: dict, premise: dict | None, premise_closed: bool, requi
 
 
 def sequential_claims(
-    data, claims: list[Claim], design: SequentialDesign, population: str = "problems", last_look: int | None = None
+    data,
+    claims: list[Claim],
+    design: SequentialDesign,
+    population: str = "problems",
+    last_look: int | None = None,
+    selection: Selection | None = None,
 ) -> pd.DataFrame:
     """The claims table under the sequential design: each claim at its deciding look, else at the last look the
     runs reach, or `last_look` (1-based; the analysis after that wave) when given (CLAIM_COLUMNS +
-    SEQUENTIAL_COLUMNS; module docstring)."""
+    SEQUENTIAL_COLUMNS; module docstring). `selection`: swept settings are chosen at each look on its seeds
+    (`look_data`; `data` unselected); the table's attrs["settings"] lists each look's choice."""
     looks, confidences, times = design.looks(), design.confidences(), design.times()
     present = set(data.runs["seed"].dropna().astype(int))
     index = {c.id: i for i, c in enumerate(claims) if c.id is not None}
     own = [dataclasses.replace(c, requires=None) for c in claims]  # premises are resolved look by look below
     state: dict[int, tuple[dict, int, bool]] = {}  # claim -> (row, look, decided)
+    chosen = []  # each look's settings
     for k, seeds in enumerate(looks[:last_look]):
         if k > 0 and not set(seeds[len(looks[k - 1]) :]) & present:
             break  # this wave has not run (yet, or for no arm)
         open_ = [i for i in range(len(claims)) if not state.get(i, ({}, 0, False))[2]]
-        table = evaluate_claims(at_seeds(data, seeds), [own[i] for i in open_], confidences[k], population=population)
+        view = look_data(data, seeds, selection)
+        chosen.append(chosen_settings(view))
+        table = evaluate_claims(view, [own[i] for i in open_], confidences[k], population=population)
         rows = dict(zip(open_, table.to_dict("records")))
         for i in _premise_order(claims, index):
             if i not in rows:
@@ -240,7 +308,9 @@ def sequential_claims(
             premise = None if c.requires is None else state[index[c.requires]]
             row, closed = _premise_closed(rows[i], premise and premise[0], bool(premise and premise[2]), c.requires)
             state[i] = (row, k, closed or bool(c.testbed))
-    return _table(claims, state, design, times, confidences)
+    out = _table(claims, state, design, times, confidences)
+    out.attrs["settings"] = chosen
+    return out
 
 
 def _premise_order(claims: list[Claim], index: dict) -> list[int]:
@@ -259,16 +329,24 @@ def _premise_order(claims: list[Claim], index: dict) -> list[int]:
 
 
 def _table(claims, state, design: SequentialDesign, times, confidences) -> pd.DataFrame:
+    from benchctl.report.stagewise import stagewise_estimate, stagewise_note
+
     rows, last = [], len(times)
+    seeds = tuple(len(s) for s in design.looks())
+    crit = t_boundary(seeds, design.max_seeds, design.alpha, design.shape)
     for i, c in enumerate(claims):
         row, k, decided = state[i]
-        row = dict(row)
+        row = dict(row, median_unbiased=np.nan, bias_adjusted=np.nan)
         if c.testbed:
             row.update(decided=False, look=np.nan, seeds_at_decision=0, confidence=np.nan, alpha_spent=np.nan)
         else:
             row.update(decided=decided, look=k + 1, seeds_at_decision=int(row["seeds"]), confidence=confidences[k])
             row["alpha_spent"] = spent_alpha(times[k], design.alpha)
-            row["reason"] = "; ".join(x for x in (row.get("reason"), _look_note(row, k, last, design)) if x)
+            if row["seeds"] == seeds[k]:  # the look's seeds all paired (else the design's paths do not apply)
+                est = stagewise_estimate(row, c, seeds, crit, design.alpha)
+                row.update(zip(("median_unbiased", "bias_adjusted"), est))
+            notes = (row.get("reason"), _look_note(row, k, last, design), stagewise_note(row, c))
+            row["reason"] = "; ".join(x for x in notes if x)
         row["looks"] = last
         rows.append(row)
     return pd.DataFrame(rows, columns=[*CLAIM_COLUMNS, *SEQUENTIAL_COLUMNS])
@@ -303,11 +381,18 @@ def read_record(inputs) -> dict | None:
     return None
 
 
+def selection_of(record: dict) -> Selection:
+    """The settings rule the looks used (a record written before it was recorded: the report's default)."""
+    rule = record.get("selection") or {}
+    return Selection(rule.get("select_on"), tuple(int(s) for s in rule.get("tuning_seeds") or ()))
+
+
 def design_of(record: dict) -> SequentialDesign:
     """The design a record was run with; a record without one is refused in one line."""
     try:
         d = record["design"]
-        return SequentialDesign(tuple(d["first_seeds"]), int(d["max_seeds"]), int(d["wave"]), float(d["alpha"]))
+        shape = str(d.get("shape", "normal"))
+        return SequentialDesign(tuple(d["first_seeds"]), int(d["max_seeds"]), int(d["wave"]), float(d["alpha"]), shape)
     except (KeyError, TypeError, ValueError) as exc:
         raise BenchctlError(f"{RECORD_FILE}: no readable design ({type(exc).__name__}: {exc})") from None
 
@@ -318,8 +403,10 @@ def claims_table(data, claims: list[Claim], config) -> tuple[pd.DataFrame, str |
     record = read_record(config.inputs)
     if record is None:
         return evaluate_claims(data, claims, config.confidence, config.seed, population=config.population), None
-    design = design_of(record)
-    table = sequential_claims(data, claims, design, config.population)
+    design, selection = design_of(record), selection_of(record)
+    raw = getattr(data, "before_selection", None)  # the runs of every setting: each look chooses on its seeds
+    table = sequential_claims(data if raw is None else raw, claims, design, config.population, None,
+                              None if raw is None else selection)  # fmt: skip
     tested = table[table["look"].notna()]
     note = (
         f"claims: group-sequential design ({SPENDING}; alpha {design.alpha:g} over looks at seeds "
@@ -327,4 +414,11 @@ def claims_table(data, claims: list[Claim], config) -> tuple[pd.DataFrame, str |
         f"{', '.join(f'{100 * c:.2f}%' for c in design.confidences())}); {int(tested['decided'].sum())} of "
         f"{len(tested)} tested claims decided; each claim's row gives the look its verdict was reached at"
     )
+    if design.shape == "skewed":
+        note += "; boundary calibrated on skewed (exponential-shaped) per-seed values (--seed-shape skewed)"
+    if any(table.attrs.get("settings") or ()):
+        note += "; a swept setting is chosen at each look on that look's seeds, as the matrix run chose it"
+    if (config.select_on, tuple(config.tuning_seeds or ())) != (selection.select_on, selection.tuning_seeds):
+        note += (f"; the claims keep the looks' setting rule (select_on {selection.select_on}, tuning seeds "
+                 f"{list(selection.tuning_seeds) or 'none'}), not this report's")  # fmt: skip
     return table, note

@@ -122,6 +122,7 @@ def select_settings(
     """Keep, for each arm and seed, the run of the setting chosen without that seed (module doc) in `data` (in
     place: runs and problems filtered, validation problems removed); returns the `settings` table (empty when no
     setting varies within an arm)."""
+    data.before_selection = _before_selection(data)  # the looks of a sequential run choose again (sequential.py)
     runs, problems = data.runs, data.problems
     seed_key = runs["seed"].fillna(-1) if "seed" in runs else -1  # runs without a seed share one
     runs = runs.assign(validation=_validation_of(runs, problems, select_on), seed_key=seed_key)
@@ -153,6 +154,18 @@ def select_settings(
         data.asked = data.asked[~data.asked["seed"].isin(list(tuning_seeds))]
     _notes(data, runs[~unchosen], cols, val_tasks, k, choices, baseline, tuning_seeds)
     return _sensitivity(at_k, runs[~unchosen], unit, choices)
+
+
+def _before_selection(data):
+    """A shallow copy of `data` before `select_settings` filters it (its frames are replaced, never changed in
+    place; its notes are its own): `report.sequential` chooses the setting again at each look, on that look's seeds
+    only (docs/report.md, "Seeds until decided")."""
+    import copy
+
+    raw = copy.copy(data)
+    raw.notes = list(data.notes)
+    raw.__dict__.pop("before_selection", None)
+    return raw
 
 
 def _choices(runs: pd.DataFrame, at_k: pd.DataFrame, unit: list[str], tuning_seeds: Sequence) -> tuple[dict, dict]:

@@ -67,6 +67,7 @@ def _run(*args: str):
         (["--max-seeds", "5"], CLAIMS.replace("arm: dr_grpo", "arm: dapo"), "names arm 'dapo', not in the matrix"),
         ([], CLAIMS, "--until-decided needs --max-seeds N"),
         (["--max-seeds", "5", "--wave-seeds", "0"], CLAIMS, "--wave-seeds must be an integer >= 1"),
+        (["--max-seeds", "5", "--seed-shape", "lognormal"], CLAIMS, "choose one of: normal, skewed"),
     ],
 )
 def test_bad_sequential_input_is_one_line_and_exit_2_before_any_cell(tmp_path, files, extra, claims, message):
@@ -89,14 +90,14 @@ def test_until_decided_hands_the_files_claims_seeds_and_wave_to_the_wave_loop(tm
 
     seen = {}
 
-    def fake(path, results, claims, max_seeds, wave, run=None, on_look=None):
-        seen.update(path=path, results=results, claims=claims, max_seeds=max_seeds, wave=wave)
+    def fake(path, results, claims, max_seeds, wave, run=None, on_look=None, shape="normal"):
+        seen.update(path=path, results=results, claims=claims, max_seeds=max_seeds, wave=wave, shape=shape)
         return waves.WavesOutcome((MatrixOutcome(Path(results) / "index.parquet", ()),), None, Path(results))
 
     monkeypatch.setattr(waves, "run_until_decided", fake)
     matrix, claims = files
     args = [str(matrix), "--results", str(tmp_path / "r"), "--until-decided", str(claims), "--max-seeds", "6"]
-    result = _run(*args, "--wave-seeds", "3")
+    result = _run(*args, "--wave-seeds", "3", "--seed-shape", "skewed")
     assert result.exit_code == 0, result.output
     assert seen == {
         "path": str(matrix),
@@ -104,6 +105,7 @@ def test_until_decided_hands_the_files_claims_seeds_and_wave_to_the_wave_loop(tm
         "claims": str(claims),
         "max_seeds": 6,
         "wave": 3,
+        "shape": "skewed",
     }
 
 

@@ -135,3 +135,81 @@ def test_the_analysis_after_an_earlier_wave_ignores_the_seeds_of_later_waves():
     design = SequentialDesign((1, 2, 3, 4), 8)
     row = sequential_claims(_data(values), [_claim(arm="new")], design, last_look=1).iloc[0]
     assert row.look == 1 and row.seeds == 4 and "not decided yet at look 1 of 3" in row.reason
+
+
+# (arm, lr) -> (validation accuracy on seeds 1-4, on seeds 5-8, test accuracy): "new" looks best at lr 1e-4 on the
+# first wave's seeds and at 3e-4 once seeds 5-8 are in, so a choice that saw the later waves flips
+SWEPT = {("grpo", 1e-4): (0.3, 0.3, 0.3), ("new", 1e-4): (0.8, 0.05, 0.95), ("new", 3e-4): (0.5, 0.5, 0.3)}
+
+
+def _swept_results(tmp_path):
+    import json
+
+    from benchctl.report.sequential import RECORD_FILE, RECORD_KIND, Selection
+    from benchctl.results.index import index_row, write_index
+    from benchctl.results.train_run import eval_dir
+    from tests.report.fixtures import train_config, write_eval, write_train_run
+
+    results, rows = tmp_path / "results", []
+    for (arm, lr), (early, late, p_test) in SWEPT.items():
+        for seed in range(1, 9):
+            rng = np.random.default_rng([seed, int(lr * 1e5), len(arm)])
+            config = {**train_config(arm, seed), "lr": lr, "task": "arith"}
+            run = results / "runs" / f"{arm}-lr{lr}-s{seed}"
+            write_train_run(run, config, {f"q{i}": list(rng.random(8) < p_test) for i in range(30)}, rng_seed=seed)
+            p_val = early if seed <= 4 else late
+            val = {f"v{i}": list(rng.random(8) < p_val) for i in range(30)}
+            write_eval(eval_dir(run), "arith_val", val, model=run.name, seed=seed)
+            rows.append(index_row(results, run, config, "done"))
+    write_index(results, rows)
+    design = SequentialDesign((1, 2, 3, 4), 8, 2)
+    record = {"kind": RECORD_KIND, "design": design.as_record(), "selection": Selection().as_record()}
+    (results / RECORD_FILE).write_text(json.dumps(record))
+    return results, design
+
+
+@pytest.mark.slow
+def test_a_swept_setting_is_chosen_at_each_look_on_its_seeds_and_the_report_reproduces_the_looks_choice(tmp_path):
+    from typer.testing import CliRunner
+
+    from benchctl.cli import app
+    from benchctl.matrix.waves import analyse
+
+    results, design = _swept_results(tmp_path)
+    claim = Claim(paper="0000.00000", claim="new beats grpo", arm="new", baseline="grpo", eval_task="arith")
+    (tmp_path / "c.yaml").write_text(
+        "claims:\n  - {paper: '0000.00000', claim: new beats grpo, arm: new, baseline: grpo, eval_task: arith}\n"
+    )
+    look = analyse(results, [claim], design, 1)  # what the matrix run decided after wave 1
+    assert look.attrs["settings"][0]["new"] == {"lr=0.0001": "1,2,3,4"}  # the first wave's seeds choose 1e-4
+    out = tmp_path / "report"
+    args = ["report", str(results), "--claims", str(tmp_path / "c.yaml"), "--out", str(out), "--k", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    settings = pd.read_parquet(out / "settings.parquet")
+    assert set(settings[settings["chosen"] & (settings["arm"] == "new")]["setting"]) == {"lr=0.0003"}  # all seeds
+    row, first = pd.read_parquet(out / "claims.parquet").iloc[0], look.iloc[0]
+    assert first.decided and first.look == 1 and first.verdict == "holds" and first.effect > 0.5
+    assert (row.verdict, row.look, row.seeds) == (first.verdict, first.look, first.seeds)
+    assert row.effect == pytest.approx(first.effect) and row.low == pytest.approx(first.low)
+
+
+def test_the_skewed_boundary_holds_the_level_on_exponential_seeds_where_the_normal_one_does_not():
+    design, normal = SequentialDesign((1, 2, 3, 4), 8, 2, shape="skewed"), SequentialDesign((1, 2, 3, 4), 8, 2)
+    seeds = tuple(len(s) for s in design.looks())
+    x = np.random.default_rng(7).standard_exponential((100_000, 8)) - 1.0  # not the boundary's own paths
+    n = np.array(seeds)
+    mean = np.cumsum(x, axis=1)[:, n - 1] / n
+    sd = np.sqrt((np.cumsum(x * x, axis=1)[:, n - 1] - n * mean**2) / (n - 1))
+    t_stat = np.abs(mean / (sd / np.sqrt(n)))
+    level = {
+        d.shape: (t_stat >= np.array(t_boundary(seeds, 8, 0.05, d.shape))).any(axis=1).mean() for d in (design, normal)
+    }
+    assert level["skewed"] == pytest.approx(0.05, abs=0.0035)  # Monte Carlo se 0.0007
+    assert level["normal"] > 0.11
+    assert design.confidences()[-1] > normal.confidences()[-1]
+
+
+def test_an_unknown_seed_shape_is_refused_with_the_choices():
+    with pytest.raises(BenchctlError, match="choose one of: normal, skewed"):
+        SequentialDesign((1, 2, 3), 6, shape="lognormal")
