@@ -28,6 +28,10 @@ def plan_command(
     seeds: CountsOpt = None,
     questions: CountsOpt = None,
     samples: CountsOpt = None,
+    seed_bound: Annotated[
+        float,
+        typer.Option("--seed-bound", help="Plan with the seed variance at this upper confidence limit (0: none)."),
+    ] = 0.0,
     cores: Annotated[float, typer.Option("--cores", help="Cores one cell holds (core-hours = hours x cores).")] = 1.0,
     alpha: Annotated[float, typer.Option("--alpha", help="Family-wise error rate (as in benchctl report).")] = 0.05,
     primary_k: PrimaryKOpt = 1,

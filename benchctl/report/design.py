@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import chi2
 
 from benchctl.errors import BenchctlError
 from benchctl.report.config import ReportConfig
@@ -96,12 +97,18 @@ def predicted_mde(
     return minimum_detectable_effect(est.se, est.df, level, POWER, est.seed_share, seeds - 1)
 
 
-def components_of(diff: np.ndarray, cell_var: np.ndarray | None, n: np.ndarray | None) -> tuple[float, ...]:
+def components_of(
+    diff: np.ndarray, cell_var: np.ndarray | None, n: np.ndarray | None, seed_bound: float = 0.0
+) -> tuple[float, ...]:
     """D (P, S), the variance of each cell's pass@1 from sampling (P, S; both arms: a(1 - a) / (n - 1) summed) and
     the samples per cell n (P, S), or None at k > 1 -> (seed, problem, interaction, sampling) method-of-moments
-    components, clipped at 0; sampling is per sample (a cell's sampling variance is sampling / n)."""
+    components, clipped at 0; sampling is per sample (a cell's sampling variance is sampling / n).  `seed_bound` >
+    0: MS_seed at its upper `seed_bound` confidence limit (chi-square, S - 1 df), the seed component a pilot of
+    few seeds cannot rule out [our choice, the report's own guard on Satterthwaite's df: `stats.DF_SEED_BOUND`]."""
     n_prob, n_seed = diff.shape
     _, ms_seed, ms_prob, ms_err = (float(x) for x in mean_squares(diff))
+    if seed_bound > 0:
+        ms_seed = ms_seed * (n_seed - 1) / float(chi2.ppf(1 - seed_bound, n_seed - 1))
     in_cells = float(np.mean(cell_var)) if cell_var is not None else 0.0
     return (
         max((ms_seed - ms_err) / n_prob, 0.0),
@@ -134,10 +141,10 @@ def _cell_sampling(data: ReportData, part: pd.DataFrame, task: str):
     return seed_matrix(var), seed_matrix(n.assign(value=n["n"]))
 
 
-def pilot_components(data: ReportData, config: ReportConfig) -> list[Components]:
+def pilot_components(data: ReportData, config: ReportConfig, seed_bound: float = 0.0) -> list[Components]:
     """The Components of every comparison at the primary k (arm against its baseline, per task), as the report
-    pairs them (`stats.baseline_pairs`: same context; common seeds and problems).  PlanInputError when there is no
-    comparison or a comparison has fewer than 2 common seeds."""
+    pairs them (`stats.baseline_pairs`: same context; common seeds and problems); `seed_bound`: `components_of`.
+    PlanInputError when there is no comparison or a comparison has fewer than 2 common seeds."""
     from benchctl.report.stats import seed_matrix
 
     frame = data.problems.merge(data.runs[["run_id", "arm", "seed"]], on="run_id")
@@ -165,7 +172,7 @@ def pilot_components(data: ReportData, config: ReportConfig) -> list[Components]
                 (va, na), (vb, nb) = (_cell_sampling(data, part[part["arm"] == x], task) for x in (arm, base))
                 var = (va.loc[probs, seeds] + vb.loc[probs, seeds]).to_numpy()  # (P, S)
                 n = (0.5 * (na.loc[probs, seeds] + nb.loc[probs, seeds])).to_numpy()  # (P, S)
-            parts = components_of(diff, var, n)
+            parts = components_of(diff, var, n, seed_bound)
             samples = float(np.median(n)) if n is not None else np.nan
             out.append(Components(arm, base, str(task), config.primary_k, len(seeds), len(probs), samples,
                                   float(diff.mean()), *parts))  # fmt: skip

@@ -41,6 +41,11 @@ class PlanConfig:
     seeds: tuple[int, ...] = setting((3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32), "seed counts of the grid")
     questions: tuple[int, ...] = setting((50, 100, 200, 500, 1000, 2000), "held-out question counts of the grid")
     samples: tuple[int, ...] = setting((1, 2, 4, 8, 16, 32, 64), "samples per question of the grid (k = 1 only)")
+    seed_bound: float = setting(
+        0.0,
+        "plan with the pilot's seed mean square at its upper confidence limit of this level (e.g. 0.75; chi-square, "
+        "seeds - 1 df): a pilot of 3-5 seeds often underestimates the seed component; 0 -> the point estimate",
+    )
     cores: float = setting(1.0, "cores one cell holds (core-hours = cell hours x cores)")
     alpha: float = setting(0.05, "family-wise error rate of the primary family (as in benchctl report)")
     primary_k: int = setting(1, "the k whose comparisons are planned for (the report's primary family)")
@@ -59,6 +64,8 @@ class PlanConfig:
         for name, low in (("seeds", 3), ("questions", 2), ("samples", 1)):
             if not getattr(self, name) or min(getattr(self, name)) < low:
                 raise PlanInputError(f"--{name}: a comma list of counts of at least {low}, e.g. 3,5,10")
+        if not 0 <= self.seed_bound < 1:
+            raise PlanInputError(f"--seed-bound {self.seed_bound:g}: a confidence level in [0, 1), e.g. 0.75")
         if self.population not in ("problems", "fixed"):
             raise PlanInputError(f"--population {self.population!r}: expected 'problems' or 'fixed'")
 
@@ -165,7 +172,7 @@ def build_plan(config: PlanConfig) -> PlanResult:
         ks=(config.primary_k,), alpha=config.alpha, primary_k=config.primary_k, population=config.population,
     )  # fmt: skip
     data = load_report_data(report)
-    comps = pilot_components(data, report)
+    comps = pilot_components(data, report, config.seed_bound)
     cost = cell_cost(data)
     first = comps[0]
     pilot = {"seeds": first.seeds, "questions": first.questions, "samples": first.samples}
