@@ -46,7 +46,7 @@ def gaussian(rng, seeds, questions, samples, delta, seed_sd=0.02):
     return delta + s[None, :] + p[:, None] + e, var, np.full((questions, seeds), float(samples))
 
 
-BINOMIAL_NULL = 0.0  # the mean difference the logistic arm x problem term leaves under the null (set in main)
+BINOMIAL_NULL = 0.0  # E[arm - baseline] the logistic arm x problem term leaves under the null (set in main)
 
 
 def binomial(rng, seeds, questions, samples, delta):
@@ -131,7 +131,11 @@ def main() -> None:
         "binomial": components(binomial, np.random.default_rng(99), 200, 2000, 8),
     }
     global BINOMIAL_NULL
-    BINOMIAL_NULL = truth["binomial"].diff
+    x = np.random.default_rng(98).normal(size=4_000_000)  # the logits' spread with and without arm x problem
+    BINOMIAL_NULL = float(
+        np.mean(1 / (1 + np.exp(0.5 - x * np.sqrt(1.5**2 + 0.3**2 + 0.15**2 + 0.4**2))))
+        - np.mean(1 / (1 + np.exp(0.5 - x * np.sqrt(1.5**2 + 0.15**2 + 0.4**2))))
+    )
     for name, gen in (("gaussian", gaussian), ("binomial", binomial), ("seed-heavy", seed_heavy)):
         start = time.perf_counter()
         print(row(name, gen, 3, args.reps, args.target, rng, oracle=truth[name]), flush=True)

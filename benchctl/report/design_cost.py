@@ -3,11 +3,14 @@
 A cell = start-up + training + the final held-out evaluation [our choice of split]:
 * training: the run's logged seconds, time/step summed over steps plus its periodic held-out evaluations
   (time/eval): a design that keeps the training budget keeps them;
-* final evaluation: seconds per evaluated sample x questions x samples per question.  The rate is the pilot's timed
-  periodic evaluations (time/eval over the samples of RUN/eval/step-N, N >= 1: the same engine and task), else its
-  training rollouts (time/rollout over rollout/samples_total), said in `eval_source`;
+* final evaluation: seconds per evaluated sample x questions x samples per question.  The rate is the pilot's own
+  final evaluations (file times: RUN/model written -> RUN/eval/final/summary.parquet written, over their samples),
+  else its timed periodic evaluations (time/eval over the samples of RUN/eval/step-N, N >= 1: the same engine and
+  task; fewer samples a question batch worse, so this rate is high), else its training rollouts (time/rollout over
+  rollout/samples_total), said in `eval_source`;
 * start-up: what the cell's wall clock (RUN/config.json written -> RUN/eval/final/summary.parquet written) holds
-  beyond the two, the median over the pilot's runs, at least 0 (engine start, weight loading, checkpoints).
+  beyond the two, the mean over the pilot's runs (a serial matrix starts its engine once: the mean spreads that over
+  its cells), at least 0 (engine start, weight loading, checkpoints).
 A design of A arms x S seeds costs A S (start-up + training + final evaluation) x cores / 3600 core-hours, `cores`
 the cores one cell holds.  Training tokens stay the pilot's: the advisor does not trade them (docs/report.md).
 """
@@ -31,11 +34,11 @@ class CellCost:
 
     train_s: float  # mean over runs: training steps + periodic evaluations
     eval_sample_s: float  # seconds per evaluated sample (question x sample)
-    startup_s: float  # median over runs of the wall clock the two leave out
+    startup_s: float  # mean over runs of the wall clock the two leave out
     final_samples: float  # mean over runs: questions x samples of the final evaluation, every task
     measured_s: float  # mean wall clock of a cell (NaN when the files do not tell)
     tokens: float  # mean rollout tokens of a run (the training budget the plan keeps)
-    eval_source: str  # "periodic evaluations" | "training rollouts"
+    eval_source: str  # "final evaluations" | "periodic evaluations" | "training rollouts"
     runs: int
 
     def cell_s(self, questions: float, samples: float, pilot_questions: float, pilot_samples: float) -> float:
@@ -59,6 +62,12 @@ def _wall_s(run: Path) -> float:
     return end.stat().st_mtime - start.stat().st_mtime if start.is_file() and end.is_file() else np.nan
 
 
+def _final_s(run: Path) -> float:
+    """Seconds from the final model's last file to RUN/eval/final/summary.parquet, NaN when either is missing."""
+    end, model = eval_dir(run) / "summary.parquet", [p for p in (run / "model").glob("*") if p.is_file()]
+    return end.stat().st_mtime - max(p.stat().st_mtime for p in model) if end.is_file() and model else np.nan
+
+
 def _run_seconds(path: Path, m: pd.DataFrame) -> dict:
     """One run's training seconds, timed evaluation seconds and samples, rollout seconds and samples, wall."""
     step_s = float(m["time/step"].sum()) if "time/step" in m else 0.0
@@ -76,6 +85,7 @@ def _run_seconds(path: Path, m: pd.DataFrame) -> dict:
         "rollout_samples": samples,
         "final_samples": _eval_samples(final) if (final / "config.json").is_file() else np.nan,
         "wall_s": _wall_s(path),
+        "final_s": _final_s(path),
         "tokens": float(m["rollout/tokens_total"].max()) if "rollout/tokens_total" in m else np.nan,
     }
 
@@ -90,13 +100,16 @@ def cell_cost(data: ReportData) -> CellCost:
     t = pd.DataFrame(rows)
     if t.empty:
         return CellCost(np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, "none", 0)
-    if t["eval_samples"].sum() > 0:
+    timed = t[t["final_s"].notna() & (t["final_s"] >= 0) & t["final_samples"].notna()]
+    if len(timed) and timed["final_samples"].sum() > 0:
+        rate, source = timed["final_s"].sum() / timed["final_samples"].sum(), "final evaluations"
+    elif t["eval_samples"].sum() > 0:
         rate, source = t["eval_s"].sum() / t["eval_samples"].sum(), "periodic evaluations"
     else:
         rate, source = t["rollout_s"].sum() / t["rollout_samples"].sum(), "training rollouts"
     final = float(t["final_samples"].mean())
     startup = t["wall_s"] - t["train_s"] - rate * t["final_samples"]
-    startup_s = max(float(startup.median()), 0.0) if startup.notna().any() else 0.0
+    startup_s = max(float(startup.mean()), 0.0) if startup.notna().any() else 0.0
     return CellCost(
         float(t["train_s"].mean()), float(rate), startup_s, final, float(t["wall_s"].mean()),
         float(t["tokens"].mean()), source, len(t),

@@ -5,8 +5,9 @@ The statistics are `benchctl.report.design` (variance components; the mde the re
 code), the cost `benchctl.report.design_cost`; this module lays out the grid and chooses.  Grid [our choice]: every
 seeds x questions x samples of the given lists (samples only at k = 1, where the sampling component is split off);
 the pilot's own design is always in it.  Families, for the table and the plot: "add seeds", "add questions", "add
-samples" (the other two axes at the pilot's values) and "cheapest" (the grid's lower frontier: no design costs less
-and prints a smaller mde).  Family m (the primary family's size) is the pilot's number of comparisons.
+samples" (the other two axes at the pilot's values) and "cheapest" (the lower frontier of the designs evaluated:
+no design costs less and prints a smaller mde; the scan in order of cost stops at the first design that meets the
+target, `_to_evaluate`).  Family m (the primary family's size) is the pilot's number of comparisons.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from benchctl.report.design_cost import CellCost, cell_cost
 from benchctl.report.load import load_report_data
 from benchctl.report.stats import comparisons_table
 
+AXES = ["seeds", "questions", "samples"]
 DESIGN_COLUMNS = ["family", "seeds", "questions", "samples", "core_hours", "cell_s", "mde", "worst", "meets"]
 
 
@@ -95,18 +97,38 @@ class PlanResult:
     files: tuple[Path, ...] = ()
 
 
-def _grid(config: PlanConfig, pilot: dict, sampling_split: bool) -> pd.DataFrame:
-    """Every (seeds, questions, samples) of the grid, the pilot's own design included."""
+def _grid(config: PlanConfig, pilot: dict, cost: CellCost, arms: int, sampling_split: bool) -> pd.DataFrame:
+    """Every (seeds, questions, samples) of the grid, the pilot's own design included, with its cell seconds and
+    core-hours (arms x seeds cells)."""
     seeds = sorted({*config.seeds, pilot["seeds"]} - {1, 2})
     questions = sorted({*config.questions, pilot["questions"]})
     samples = sorted({*config.samples, pilot["samples"]}) if sampling_split else [pilot["samples"]]
-    rows = [(s, q, n) for s in seeds for q in questions for n in samples]
-    return pd.DataFrame(rows, columns=["seeds", "questions", "samples"])
+    grid = pd.DataFrame([(s, q, n) for s in seeds for q in questions for n in samples], columns=AXES)
+    grid["cell_s"] = [cost.cell_s(q, n, pilot["questions"], pilot["samples"]) for _, q, n in grid[AXES].to_numpy()]
+    grid["core_hours"] = arms * grid["seeds"] * grid["cell_s"] * config.cores / 3600.0
+    return grid
+
+
+def _to_evaluate(grid: pd.DataFrame, pilot: dict, predict) -> list[tuple]:
+    """The designs whose mde is computed: the three families, and the grid in order of cost up to the first design
+    that meets the target within the budget.  A design no larger on every axis than one that failed is skipped (the
+    mde falls with seeds, questions and samples), so the scan is short [our choice: `benchctl plan` in seconds]."""
+    fam = grid[sum((grid[k] == pilot[k]).astype(int) for k in AXES) >= 2]
+    out, failed = [tuple(d) for d in fam[AXES].to_numpy()], []
+    for d in grid.sort_values(["core_hours", *AXES], kind="stable")[AXES].to_numpy():
+        if any((d <= f).all() for f in failed):
+            continue
+        out.append(tuple(d))
+        if predict(tuple(d)):
+            break
+        failed.append(d)
+    return list(dict.fromkeys(out))
 
 
 def _families(grid: pd.DataFrame, pilot: dict) -> pd.DataFrame:
-    """Rows of `grid` (with core_hours and mde) tagged by family; a design may sit in several."""
-    at = {k: grid[k] == pilot[k] for k in ("seeds", "questions", "samples")}
+    """Evaluated rows of `grid` tagged by family; a design may sit in several.  "cheapest": the lower frontier of
+    the designs evaluated (no cheaper one prints a smaller mde)."""
+    at = {k: grid[k] == pilot[k] for k in AXES}
     parts = [
         grid[at["questions"] & at["samples"]].assign(family="add seeds"),
         grid[at["seeds"] & at["samples"]].assign(family="add questions"),
@@ -118,15 +140,17 @@ def _families(grid: pd.DataFrame, pilot: dict) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def _predict(comps: list, grid: pd.DataFrame, config: PlanConfig) -> pd.DataFrame:
-    """seeds, questions, samples, arm, baseline, eval_task, mde (points) for every design and comparison."""
+def _predict(comps: list, designs: list[tuple], config: PlanConfig, memo: dict) -> pd.DataFrame:
+    """seeds, questions, samples, arm, baseline, eval_task, mde (points) for each design and comparison."""
     level = config.alpha / len(comps)  # Holm's first step over the primary family, as the report prints it
     rows = []
-    for c in comps:
-        for s, q, n in grid.itertuples(index=False):
-            mde = predicted_mde(c, int(s), int(q), float(n), level, config.population)
-            rows.append((s, q, n, c.arm, c.baseline, c.eval_task, 100 * mde))
-    return pd.DataFrame(rows, columns=["seeds", "questions", "samples", "arm", "baseline", "eval_task", "mde"])
+    for s, q, n in designs:
+        for c in comps:
+            key = (s, q, n, c.arm, c.baseline, c.eval_task)
+            if key not in memo:
+                memo[key] = 100 * predicted_mde(c, int(s), int(q), float(n), level, config.population)
+            rows.append((*key, memo[key]))
+    return pd.DataFrame(rows, columns=[*AXES, "arm", "baseline", "eval_task", "mde"])
 
 
 def _choose(grid: pd.DataFrame, config: PlanConfig) -> tuple[dict | None, str]:
@@ -176,19 +200,16 @@ def build_plan(config: PlanConfig) -> PlanResult:
     cost = cell_cost(data)
     first = comps[0]
     pilot = {"seeds": first.seeds, "questions": first.questions, "samples": first.samples}
-    grid = _grid(config, pilot, sampling_split=config.primary_k == 1 and np.isfinite(first.samples))
-    per = _predict(comps, grid, config)
+    split = config.primary_k == 1 and np.isfinite(first.samples)
+    grid = _grid(config, pilot, cost, data.runs["arm"].nunique(), split)
+    memo: dict = {}
+    meets = lambda d: _predict(comps, [d], config, memo)["mde"].max() <= config.target_mde  # noqa: E731
+    within = grid if config.budget is None else grid[grid["core_hours"] <= config.budget]
+    per = _predict(comps, _to_evaluate(within, pilot, meets) + _to_evaluate(grid, pilot, lambda d: True), config, memo)
+    per = per.drop_duplicates(["seeds", "questions", "samples", "arm", "baseline", "eval_task"])
     per["comparison"] = per["arm"] + " vs " + per["baseline"] + " (" + per["eval_task"] + ")"
-    worst = per.loc[per.groupby(["seeds", "questions", "samples"], sort=False)["mde"].idxmax()]
-    grid = grid.merge(
-        worst[["seeds", "questions", "samples", "mde", "comparison"]], on=["seeds", "questions", "samples"]
-    )
-    grid = grid.rename(columns={"comparison": "worst"})
-    arms = data.runs["arm"].nunique()
-    grid["cell_s"] = [
-        cost.cell_s(q, n, pilot["questions"], pilot["samples"]) for q, n in zip(grid["questions"], grid["samples"])
-    ]
-    grid["core_hours"] = arms * grid["seeds"] * grid["cell_s"] * config.cores / 3600.0
+    worst = per.loc[per.groupby(AXES, sort=False)["mde"].idxmax(), [*AXES, "mde", "comparison"]]
+    grid = grid.merge(worst.rename(columns={"comparison": "worst"}), on=AXES)  # the evaluated designs
     grid["meets"] = grid["mde"] <= config.target_mde
     choice, message = _choose(grid, config)
     designs = _families(grid, pilot)[DESIGN_COLUMNS]

@@ -89,10 +89,10 @@ def test_median_printed_mde_of_simulated_runs_is_within_15_percent_of_the_predic
 # ---- the pilot: a matrix on disk ---------------------------------------------------------------------------------
 
 
-def _pilot(tmp_path, seeds=(1, 2, 3), arms=("grpo", "other"), questions=40, samples=8, wall=None):
+def _pilot(tmp_path, seeds=(1, 2, 3), arms=("grpo", "other"), questions=40, samples=8, wall=None, final_s=None):
     """A results folder: each arm x seed a train run with 3 steps (time/step 2 s), a timed periodic evaluation at
     step 2 (5 s for 10 questions x 4 samples) and a final evaluation of questions x samples; `wall`: seconds from
-    config.json to the final summary, set on the files."""
+    config.json to the final summary, set on the files; `final_s`: seconds from RUN/model's weights to it."""
     from tests.report.fixtures import train_config, write_eval, write_matrix
 
     rng = np.random.default_rng(3)
@@ -111,6 +111,10 @@ def _pilot(tmp_path, seeds=(1, 2, 3), arms=("grpo", "other"), questions=40, samp
             start = 1_000_000.0 + 1000 * i
             os.utime(run / "config.json", (start, start))
             os.utime(run / "eval" / "final" / "summary.parquet", (start + wall, start + wall))
+        if final_s is not None:
+            (run / "model").mkdir()
+            (run / "model" / "model.safetensors").write_bytes(b"w")
+            os.utime(run / "model" / "model.safetensors", (start + wall - final_s, start + wall - final_s))
     return tmp_path
 
 
@@ -127,6 +131,19 @@ def test_cost_model_reproduces_the_measured_time_of_a_matrix(tmp_path):
     assert cost.startup_s == pytest.approx(9, abs=1e-6)
     assert cost.cell_s(40, 8, 40, 8) == pytest.approx(cost.measured_s, rel=1e-9)
     assert cost.cell_s(80, 16, 40, 8) == pytest.approx(6 + 5 + 9 + 4 * 320 * 5 / 40)
+
+
+def test_cost_model_times_the_final_evaluation_from_its_files_when_it_can(tmp_path):
+    from benchctl.report.config import ReportConfig
+    from benchctl.report.design_cost import cell_cost
+    from benchctl.report.load import load_report_data
+
+    results = _pilot(tmp_path, wall=6 + 5 + 16 + 9, final_s=16)  # 320 final samples in 16 s: 0.05 s each
+    cost = cell_cost(load_report_data(ReportConfig(inputs=(str(results),))))
+    assert cost.eval_source == "final evaluations"
+    assert cost.eval_sample_s == pytest.approx(16 / 320)
+    assert cost.startup_s == pytest.approx(9, abs=1e-6)
+    assert cost.cell_s(40, 8, 40, 8) == pytest.approx(cost.measured_s, rel=1e-9)
 
 
 def test_plan_names_a_design_that_meets_the_target_and_writes_its_files(tmp_path):
