@@ -146,7 +146,7 @@ def _predict(comps: list, designs: list[tuple], config: PlanConfig, memo: dict) 
     rows = []
     for s, q, n in designs:
         for c in comps:
-            key = (s, q, n, c.arm, c.baseline, c.eval_task)
+            key = (int(s), int(q), float(n), c.arm, c.baseline, c.eval_task)
             if key not in memo:
                 memo[key] = 100 * predicted_mde(c, int(s), int(q), float(n), level, config.population)
             rows.append((*key, memo[key]))
