@@ -154,6 +154,7 @@ def _predict(comps: list, designs: list[tuple], config: PlanConfig, memo: dict) 
 
 
 def _choose(grid: pd.DataFrame, config: PlanConfig) -> tuple[dict | None, str]:
+    """(the cheapest evaluated design that meets the target within the budget, or None; the line that says so)."""
     ok = grid[grid["meets"]]
     within = ok if config.budget is None else ok[ok["core_hours"] <= config.budget]
     if len(within):
@@ -213,6 +214,9 @@ def build_plan(config: PlanConfig) -> PlanResult:
     grid["meets"] = grid["mde"] <= config.target_mde
     choice, message = _choose(grid, config)
     designs = _families(grid, pilot)[DESIGN_COLUMNS]
+    if choice is not None:  # the frontier was scanned up to the recommendation only
+        beyond = (designs["family"] == "cheapest") & (designs["core_hours"] > choice["core_hours"])
+        designs = designs[~beyond].reset_index(drop=True)
     printed = comparisons_table(data, report)
     comp = _components_frame(comps, config.alpha / len(comps), config.population, printed)
     result = PlanResult(config, comp, cost, designs, per.drop(columns="comparison"), pilot, choice, message)

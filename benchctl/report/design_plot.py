@@ -50,6 +50,12 @@ def plot_plan(result, path: Path) -> Path:
     ax.set(xscale="log", yscale="log", xlabel="core-hours of the design", ylabel="predicted mde (points, worst)")
     ax.set_title(f"pilot: {result.pilot['seeds']} seeds x {result.pilot['questions']} questions x "
                  f"{result.pilot['samples']:g} samples", fontsize=10)  # fmt: skip
+    from matplotlib.ticker import FormatStrFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers on the log axes (1, 2, 5, 10, ...), not 10^x
+        axis.set_major_formatter(FormatStrFormatter("%g"))
+        axis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.tick_params(which="minor", labelsize=7)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
     path.write_bytes(png(fig))

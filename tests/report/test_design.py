@@ -150,7 +150,8 @@ def test_plan_names_a_design_that_meets_the_target_and_writes_its_files(tmp_path
     from benchctl.report.design_plan import PlanConfig, build_plan
 
     results = _pilot(tmp_path / "r", wall=60)
-    plan = build_plan(PlanConfig(inputs=(str(results),), target_mde=10.0, out=str(tmp_path / "o")))
+    grid = {"seeds": (3, 5, 10, 20), "questions": (40, 100, 400), "samples": (4, 8, 16)}
+    plan = build_plan(PlanConfig(inputs=(str(results),), target_mde=10.0, out=str(tmp_path / "o"), **grid))
     assert plan.choice is not None and plan.choice["mde"] <= 10.0
     cheaper = plan.designs[plan.designs["core_hours"] < plan.choice["core_hours"] - 1e-12]
     assert not cheaper["meets"].any()
