@@ -38,7 +38,7 @@ SCENARIOS = (("null", 0.0, 0.7), ("ha_dw", -0.3, 0.5), ("avspo", -0.6, 0.7), ("a
 MAX_SEEDS, ADA_N, ADA_K = 10, 2, 5
 
 
-def adastop_side(path: str, b: int, n: int, k_max: int) -> None:
+def adastop_side(path: str, b: int, n: int, k_max: int, alpha: float) -> None:
     """Run in AdaStop's environment: every replication of every scenario through the comparator; writes
     <path>.out.npz with reject (bool) and seeds (per arm) arrays of shape (scenarios, reps)."""
     from adastop import MultipleAgentsComparator
@@ -48,7 +48,7 @@ def adastop_side(path: str, b: int, n: int, k_max: int) -> None:
     reject, seeds = np.zeros(arm.shape[:2], bool), np.zeros(arm.shape[:2], int)
     for i in range(arm.shape[0]):
         for r in range(arm.shape[1]):
-            comp = MultipleAgentsComparator(n=n, K=k_max, B=b, alpha=0.05, seed=r)
+            comp = MultipleAgentsComparator(n=n, K=k_max, B=b, alpha=alpha, seed=r)
             for k in range(k_max):
                 m = n * (k + 1)
                 comp.partial_compare({"arm": arm[i, r, :m], "base": base[i, r, :m]}, verbose=False)
@@ -95,11 +95,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ada-n", type=int, default=ADA_N, help="AdaStop's seeds an interim")
     parser.add_argument("--ada-k", type=int, default=ADA_K, help="AdaStop's interims")
+    parser.add_argument("--ada-alpha", type=float, default=0.05, help="AdaStop's alpha (its measured level is higher)")
     parser.add_argument("--adastop-python", default="/work/venv-adastop/bin/python")
     parser.add_argument("--adastop-side", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.adastop_side:
-        return adastop_side(args.adastop_side, args.b, args.ada_n, args.ada_k)
+        return adastop_side(args.adastop_side, args.b, args.ada_n, args.ada_k, args.ada_alpha)
     rng = np.random.default_rng(args.seed)
     sigmas = [hw * 2 / T975_3 for _, _, hw in SCENARIOS]
     shape = (len(SCENARIOS), args.reps, 64)  # AdaStop and the sequential design read the first MAX_SEEDS
@@ -110,12 +111,12 @@ def main() -> None:
         path = str(Path(tmp) / "scores.npz")
         np.savez(path, arm=arm, base=base)
         cmd = [args.adastop_python, __file__, "--adastop-side", path, "--b", str(args.b)]
-        cmd += ["--ada-n", str(args.ada_n), "--ada-k", str(args.ada_k)]
+        cmd += ["--ada-n", str(args.ada_n), "--ada-k", str(args.ada_k), "--ada-alpha", str(args.ada_alpha)]
         subprocess.run(cmd, check=True)
         ada = np.load(path + ".out.npz")
     ada_s = time.perf_counter() - start
     print(f"{args.reps} replications a scenario, seed {args.seed}; AdaStop n = {args.ada_n}, K = {args.ada_k}, "
-          f"B = {args.b} ({ada_s:.0f} s)")  # fmt: skip
+          f"alpha {args.ada_alpha:g}, B = {args.b} ({ada_s:.0f} s)")  # fmt: skip
     print("| scenario (effect, seed sd; points) | benchctl --until-decided: rejects, mean seeds | AdaStop: rejects, "
           "mean seeds | advisor's fixed design: seeds, rejects |")  # fmt: skip
     print("|---|---|---|---|")
