@@ -1,13 +1,14 @@
 """Validate `benchctl plan` by simulation (issue 41, item 2; docs/report.md, "Planning a design").
 
-For each regime: draw a pilot (3 or 5 seeds x 100 questions x 8 samples) from a known generator, estimate its
-variance components with the advisor's own estimator (`design.components_of`), let the advisor pick the cheapest
-design of a grid that reaches the target mde (cost of a cell: 1 + questions x samples / 2000, the tiny model's
-shape), then simulate that design `--reps` times from the same generator and read what the report would print
-(`stats.crossed_estimate` and `stats.minimum_detectable_effect` at alpha / m, m = 2 comparisons, as `_holm` does)
-and how often the test rejects (p < alpha / m) when the true difference equals the predicted mde.  The "oracle" row
-predicts from the generator's components (a 200-seed x 2,000-question pilot for the binomial regimes), so it
-separates the prediction's own error from the pilot's.  The generators use numpy only, not the report's code.
+For each regime and pilot size: draw a pilot (3, 5 or 10 seeds x 100 questions x 8 samples; 20 pilots a row) from
+a known generator, estimate its variance components with the advisor's own estimator (`design.components_of`,
+optionally with `--seed-bound 0.75`), let the advisor pick the cheapest design of a grid that reaches the target mde
+(cost of a cell: 1 + questions x samples / 2000, the tiny model's shape), then simulate that design (reps / 20 times
+a pilot) from the same generator and read what the report would print (`stats.crossed_estimate` and
+`stats.minimum_detectable_effect` at alpha / m, m = 2 comparisons, as `_holm` does) and how often the test rejects
+(p < alpha / m) when the true difference equals the predicted mde.  The "oracle" row predicts from the generator's
+components (a 200-seed x 2,000-question pilot for the binomial regime), so it separates the prediction's own error
+from the pilot's.  The generators use numpy only, not the report's code.
 
 Regimes (differences D = arm - baseline, points are percentage points):
 * gaussian: D = delta + seed (sd 2) + problem (arm x problem, sd 6) + seed x problem (sd 8) + sampling noise
