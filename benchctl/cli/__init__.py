@@ -99,6 +99,7 @@ from benchctl.cli import ingest as _ingest  # noqa: E402
 from benchctl.cli import losses as _losses  # noqa: E402
 from benchctl.cli import matrix as _matrix  # noqa: E402
 from benchctl.cli import models as _models  # noqa: E402
+from benchctl.cli import plan as _plan  # noqa: E402
 from benchctl.cli import report as _report  # noqa: E402
 from benchctl.cli import simulate as _simulate  # noqa: E402
 from benchctl.cli import tasks as _tasks  # noqa: E402
@@ -106,6 +107,7 @@ from benchctl.cli import train as _train  # noqa: E402
 
 for _module in (_estimators, _losses, _simulate, _tasks, _evaluate, _models, _train, _report, _data, _matrix, _ingest):
     _module.register(app)
+_plan.register(app)  # `benchctl plan`, the design advisor
 
 
 def main() -> None:
