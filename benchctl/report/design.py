@@ -19,9 +19,10 @@ Prediction [our choice, the point of the module]: for a design of S' seeds, P' q
 squares are set to their expectations under the pilot's components, and the prediction is what the report would
 print on a matrix with exactly those mean squares: `stats.crossed_estimate` (the report's variance, Satterthwaite
 df and seed share) and `stats.minimum_detectable_effect` at the level of the report's primary family (alpha / m, m
-the number of comparisons at the primary k).  No second mde formula: `_matrix_with_mean_squares` builds a (P', S')
-matrix whose ANOVA mean squares are the expected ones, and the report's own code reads it.  The printed mde is a
-random quantity (its mean squares are estimates); the prediction is its value at their expectations.
+the number of comparisons at the primary k), with the pilot's two levels (its variance moved with the effect near 0
+or 1, `stats.level_scaled_mde`, as the report prints it).  No second mde formula: `_matrix_with_mean_squares`
+builds a (P', S') matrix whose ANOVA mean squares are the expected ones, and the report's own code reads it.  The
+printed mde is a random quantity (its mean squares are estimates); the prediction is its value at their expectations.
 """
 
 from __future__ import annotations
@@ -35,7 +36,14 @@ from scipy.stats import chi2
 from benchctl.errors import BenchctlError
 from benchctl.report.config import ReportConfig
 from benchctl.report.load import ReportData
-from benchctl.report.stats import POWER, baseline_pairs, crossed_estimate, mean_squares, minimum_detectable_effect
+from benchctl.report.stats import (
+    POWER,
+    baseline_pairs,
+    crossed_estimate,
+    mean_squares,
+    minimum_detectable_effect,
+    spread_power,
+)
 from benchctl.results.runinfo import read_eval_problems
 
 MIN_PILOT_SEEDS = 2  # the seed component needs two seeds
@@ -65,6 +73,8 @@ class Components:
     problem: float  # s2_problem: arm x problem
     interaction: float  # s2_interaction: seed x problem beyond sampling
     sampling: float  # s2_sampling: per-sample variance, both arms (divided by n in a cell)
+    arm_level: float = np.nan  # the arm's mean pass@k in the pilot (the printed mde scales its variance with it)
+    base_level: float = np.nan  # the baseline's
 
 
 def expected_mean_squares(c: Components, seeds: int, questions: int, samples: float) -> tuple[float, float, float]:
@@ -94,7 +104,8 @@ def predicted_mde(
     a matrix with the expected mean squares (module docstring)."""
     values = _matrix_with_mean_squares(*expected_mean_squares(c, seeds, questions, samples), questions, seeds)
     est = crossed_estimate(values, 0.95, population)
-    return minimum_detectable_effect(est.se, est.df, level, POWER, est.seed_share, seeds - 1)
+    levels = {"arm_level": c.arm_level, "base_level": c.base_level, "spread_power": spread_power(c.k)}
+    return minimum_detectable_effect(est.se, est.df, level, POWER, est.seed_share, seeds - 1, **levels)
 
 
 def components_of(
@@ -174,6 +185,7 @@ def pilot_components(data: ReportData, config: ReportConfig, seed_bound: float =
                 n = (0.5 * (na.loc[probs, seeds] + nb.loc[probs, seeds])).to_numpy()  # (P, S)
             parts = components_of(diff, var, n, seed_bound)
             samples = float(np.median(n)) if n is not None else np.nan
+            levels = (float(a.loc[probs, seeds].to_numpy().mean()), float(b.loc[probs, seeds].to_numpy().mean()))
             out.append(Components(arm, base, str(task), config.primary_k, len(seeds), len(probs), samples,
-                                  float(diff.mean()), *parts))  # fmt: skip
+                                  float(diff.mean()), *parts, *levels))  # fmt: skip
     return out

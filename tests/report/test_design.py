@@ -3,6 +3,7 @@ report's own mde on the expected mean squares, the cost model reproduces a matri
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -65,11 +66,23 @@ def test_predicted_mde_is_the_reports_mde_at_the_expected_mean_squares():
     assert predicted_mde(c, 6, 300, 4.0, 0.025) == pytest.approx(by_hand, rel=1e-12)
 
 
+def test_predicted_mde_near_the_floor_scales_the_variance_with_the_levels_as_the_report_prints_it():
+    c = Components("a", "b", "t", 1, 3, 100, 8.0, 0.0, 0.002**2, 0.01**2, 0.01**2, 0.2**2, 0.05, 0.04)
+    ms = expected_mean_squares(c, 5, 200, 8.0)
+    est = crossed_estimate(_matrix_with_mean_squares(*ms, 200, 5), 0.95)
+    plain = minimum_detectable_effect(est.se, est.df, 0.025, POWER, est.seed_share, 4)
+    by_hand = minimum_detectable_effect(
+        est.se, est.df, 0.025, POWER, est.seed_share, 4, arm_level=0.05, base_level=0.04, spread_power=2.0
+    )
+    assert by_hand > plain
+    assert predicted_mde(c, 5, 200, 8.0, 0.025) == pytest.approx(by_hand, rel=1e-12)
+
+
 def test_more_samples_shrink_only_the_sampling_part_and_more_seeds_shrink_the_mde():
     c = Components("a", "b", "t", 1, 3, 100, 8.0, 0.0, 0.02**2, 0.05**2, 0.04**2, 0.4**2)
     by_seeds = [predicted_mde(c, s, 200, 8, 0.025) for s in (3, 5, 10, 20)]
     assert all(a > b for a, b in zip(by_seeds, by_seeds[1:]))
-    no_sampling = Components(*[*list(c.__dict__.values())[:-1], 0.0])
+    no_sampling = dataclasses.replace(c, sampling=0.0)
     assert predicted_mde(no_sampling, 5, 200, 1, 0.025) == pytest.approx(predicted_mde(no_sampling, 5, 200, 64, 0.025))
 
 
