@@ -200,6 +200,8 @@ def _check_combinations(cfg: TrainConfig, max_tokens: int, overlong_buffer: int)
         raise BenchctlError(
             f"mini_batches={cfg.mini_batches} exceeds the {rows} rollouts per step (prompts_per_step x group_size)"
         )
+    if cfg.codapo_resample and cfg.dynamic_sampling:  # a focus step re-rolls kept questions, DAPO's refills new ones
+        raise BenchctlError("codapo_resample cannot run beside dynamic_sampling; valid: one of the two, or neither")
     if cfg.dynamic_sampling and cfg.group_size < 2:
         raise BenchctlError("dynamic_sampling needs group_size >= 2 (a group of one is always degenerate)")
     if cfg.top_p < 1.0:  # the policy would have to be truncated the same way (docs/gpu.md); refused instead
