@@ -98,9 +98,9 @@ class BenchctlGRPOTrainer(GRPOTrainer):
     def _estimator_inputs(self, inputs, output, group: int) -> dict:
         """prompt_ids (P,) (a hash of each prompt) and, when TRL computed per-token log-probs, seq_logprob (P, G):
         every process's rows in the order `_calculate_rewards` gathered the rewards."""
-        from accelerate.utils import gather_object
-
-        ids = gather_object([hashlib.sha1(str(x["prompt"]).encode()).hexdigest()[:16] for x in inputs])[::group]
+        keys = [int(hashlib.sha1(str(x["prompt"]).encode()).hexdigest()[:15], 16) for x in inputs]  # < 2^60
+        gathered = self.accelerator.gather(torch.tensor(keys, device=self.accelerator.device))  # (N_all,)
+        ids = [str(k) for k in gathered.view(-1, group)[:, 0].tolist()]  # (P,)
         logps = output.get("sampling_per_token_logps", output.get("old_per_token_logps"))  # (N_local, T) or None
         if logps is None:
             return {"prompt_ids": ids}  # CoDaPO then uses confidence 1 (estimators/codapo.py)
