@@ -84,6 +84,14 @@ def test_codapo_percentile_outside_the_open_unit_interval_is_refused(value):
         build_config(flag_values={"codapo_resample": True, "codapo_percentile": value})
 
 
+def test_sampler_settings_without_the_sampler_are_reported_inert():
+    from benchctl.trainers.plan import config_warnings
+
+    plan = resolve(build_config(flag_values={"codapo_repeat": 2}))
+    assert list(plan.inert) == ["codapo_repeat=2"]
+    assert "codapo_percentile / codapo_repeat have no effect: codapo_resample is off" in config_warnings(plan)
+
+
 @pytest.mark.slow
 def test_a_run_rerolls_the_top_questions_every_second_step_and_resumes_bit_exactly(tmp_path):
     import pyarrow.dataset as ds
