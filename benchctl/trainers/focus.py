@@ -12,7 +12,8 @@ engine's sampled-token log-probs [our choice; the code uses the reward score and
 copy of a question is its own group with its own seed key (`seed_keys`); a selected question enters once per
 position (the code matches by question text, so a question twice in a batch is taken twice as often).
 Combination: DAPO's dynamic sampling refills a batch with new prompts, which a focus step does not draw; the two are
-refused together (`plan.resolve`) [our choice].
+refused together (`plan.resolve`) [our choice]; the authors' CoDaPO + DAPO script sets filter_groups.enable, which
+their trainer never reads, so it too runs without dynamic sampling.
 """
 
 from __future__ import annotations
