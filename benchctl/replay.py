@@ -27,7 +27,7 @@ from benchctl.errors import BenchctlError, check_range
 from benchctl.fields import setting
 from benchctl.results.train_run import iter_rollout_steps
 
-_COLUMNS = ["step", "group", "sample", "reward", "advantage"]
+_COLUMNS = ["step", "group", "sample", "reward", "advantage", "problem_id"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,12 @@ def step_arrays(table) -> tuple[np.ndarray, np.ndarray]:
     return rewards.to_numpy(np.float64), adv.to_numpy(np.float64)
 
 
+def step_prompt_ids(table) -> list[str]:
+    """One step's problem id per group, in `step_arrays`' group order (history-aware estimators such as DBB follow
+    them; the rollouts hold no log-probs, so CoDaPO replays with confidence 1, estimators/codapo.py)."""
+    return table.to_pandas().groupby("group")["problem_id"].first().sort_index().astype(str).tolist()
+
+
 def weighting(rewards: np.ndarray, adv: np.ndarray, correct_above: float, hard_below: float) -> dict:
     """Where the advantage mass of one batch goes (see the module docstring)."""
     correct = rewards > correct_above  # (P, G)
@@ -101,11 +107,12 @@ def replay_rows(run: Path, specs, config: ReplayConfig) -> tuple[list[dict], dic
     paired: dict[str, list] = {label: [] for label in estimators}
     for step, table in iter_rollout_steps(run, _COLUMNS):
         rewards, logged = step_arrays(table)
+        ids = step_prompt_ids(table)
         rows.append(
             {"estimator": "logged", "step": step, **weighting(rewards, logged, config.correct_above, config.hard_below)}
         )
         for label, est in estimators.items():
-            adv = np.asarray(est.advantages(rewards), dtype=np.float64)  # (P, G)
+            adv = np.asarray(est.advantages(rewards, prompt_ids=ids), dtype=np.float64)  # (P, G)
             paired[label].append(np.stack([adv.ravel(), logged.ravel()]))
             diag = {f"diag/{k}": v for k, v in est.diagnostics().items()}
             rows.append(

@@ -63,3 +63,22 @@ def to_bool(x: Any, what: str) -> np.ndarray:
             raise BenchctlError(f"{what} must be boolean or 0/1")
         arr = arr.astype(bool)
     return arr
+
+
+def check_inputs(inputs: dict, shape: tuple[int, int]) -> dict:
+    """The optional per-call inputs of `Estimator.advantages` (contract.md §1) checked against rewards (P, G):
+    prompt_ids (P,) -> a tuple of str (None when not given), seq_logprob (P, G) -> float64 (None when not given)."""
+    from benchctl.estimators.registry import INPUTS
+
+    if unknown := [k for k in inputs if k not in INPUTS]:
+        raise BenchctlError(f"unknown estimator input {unknown[0]!r}; valid: {', '.join(INPUTS)}")
+    ids, logprob = inputs.get("prompt_ids"), inputs.get("seq_logprob")
+    if ids is not None:
+        ids = tuple(str(x) for x in (ids.tolist() if hasattr(ids, "tolist") else ids))
+        if len(ids) != shape[0]:
+            raise BenchctlError(f"prompt_ids must have one id per group ({shape[0]}); got {len(ids)}")
+    if logprob is not None:
+        logprob, _ = to_float64(logprob, "seq_logprob")
+        if logprob.shape != shape or not np.isfinite(logprob).all():
+            raise BenchctlError(f"seq_logprob must be finite with the rewards' shape {shape}; got {logprob.shape}")
+    return {"prompt_ids": ids, "seq_logprob": logprob}

@@ -14,7 +14,7 @@ def state_to_json(state: Any) -> dict | None:
     out = {}
     for f in dataclasses.fields(state):
         value = getattr(state, f.name)
-        out[f.name] = [float(v) for v in value] if isinstance(value, tuple) else value
+        out[f.name] = [v if isinstance(v, str) else float(v) for v in value] if isinstance(value, tuple) else value
     return out
 
 
@@ -29,10 +29,11 @@ def state_from_json(spec, data: Any) -> Any:  # spec: registry.EstimatorSpec
 
 
 def _state_value(name: str, key: str, value: Any) -> Any:
-    """A JSON state value back as the dataclass expects it: numbers (or None), lists of numbers as tuples."""
+    """A JSON state value back as the dataclass expects it: numbers (or None), lists of numbers or of str (prompt
+    ids, e.g. DBB's) as tuples."""
 
     def number(v):
-        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+        if v is None or isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool)):
             return v
         raise BenchctlError(f"state for {name}: {key} must be a number or null; got {v!r}")
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from benchctl.errors import BenchctlError
 from benchctl.estimators._common import acr_metrics
-from benchctl.estimators._convert import to_bool, to_float64
+from benchctl.estimators._convert import check_inputs, to_bool, to_float64
 from benchctl.estimators._state import state_from_json, state_to_json
 from benchctl.estimators.registry import EstimatorSpec, get_spec
 
@@ -44,11 +44,12 @@ class Estimator:
         owner = self._token_owner()
         return owner.spec.token_scores if owner is not None else None
 
-    def advantages(self, rewards: Any) -> Any:
-        """rewards (P, G) -> advantages (P, G) of the same kind/dtype/device; advances the state by one step."""
+    def advantages(self, rewards: Any, **inputs: Any) -> Any:
+        """rewards (P, G) -> advantages (P, G) of the same kind/dtype/device; advances the state by one step.
+        `inputs` (optional, contract.md §1): prompt_ids (P,), seq_logprob (P, G) mean token log-prob per rollout."""
         r, back = to_float64(rewards, "rewards")
         check_rewards(r)
-        adv, metrics, commits = self._chain(r)
+        adv, metrics, commits = self._chain(r, check_inputs(inputs, r.shape))
         for est, state in commits:  # commit only after every layer succeeded
             est._state = state
         self._metrics = metrics
@@ -57,14 +58,15 @@ class Estimator:
         np.copyto(self._rewards, r)
         return back(adv)
 
-    def _chain(self, r: np.ndarray) -> tuple[np.ndarray, dict, list]:
+    def _chain(self, r: np.ndarray, inputs: dict) -> tuple[np.ndarray, dict, list]:
+        extra = (inputs,) if self.spec.inputs else ()  # only estimators declaring inputs receive them
         if self.base is None:
-            adv, state, metrics = self.spec.fn(r, self.params, self._state)
+            adv, state, metrics = self.spec.fn(r, self.params, self._state, *extra)
             self._changed_base = None
             return adv, dict(metrics), [(self, state)]
-        base_adv, metrics, commits = self.base._chain(r)
+        base_adv, metrics, commits = self.base._chain(r, inputs)
         before = base_adv.copy()  # the modifier may write into its input
-        adv, state, own = self.spec.fn(r, base_adv, self.params, self._state)
+        adv, state, own = self.spec.fn(r, base_adv, self.params, self._state, *extra)
         self._changed_base = bool((np.abs(adv - before) > 1e-12).any())
         return adv, {**metrics, **own}, commits + [(self, state)]
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from benchctl.errors import BenchctlError, UnknownNameError
 
 KINDS = {"base": ("rewards", "params", "state"), "modifier": ("rewards", "base_adv", "params", "state")}
+INPUTS = ("prompt_ids", "seq_logprob")  # optional per-call inputs (contract.md §1): `advantages(rewards, **inputs)`
 LOSS_AGGS = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm", "token-mean-nondegenerate")
 _REGISTRY: dict[str, "EstimatorSpec"] = {}
 
@@ -32,6 +33,7 @@ class EstimatorSpec:
     degenerate_only: bool = False  # acts only on degenerate groups (all rewards equal), e.g. AVSPO's augmentation
     acted: Callable | None = None  # metrics -> bool: its mechanism acted this step (`Estimator.mechanisms`)
     mechanism: str | None = None  # what `acted` checks, one line; None: no mechanism beyond the formula
+    inputs: tuple[str, ...] = ()  # per-call inputs beyond rewards (INPUTS); fn then takes a last `inputs` dict
 
 
 def register_estimator(
@@ -43,8 +45,9 @@ def register_estimator(
     def decorate(fn: Callable) -> Callable:
         if kind not in KINDS:
             raise BenchctlError(f"kind={kind!r} is not valid; choose one of: {', '.join(KINDS)}")
-        if tuple(inspect.signature(fn).parameters) != KINDS[kind]:
-            raise BenchctlError(f"estimator {name!r}: a {kind} must have signature ({', '.join(KINDS[kind])})")
+        want = KINDS[kind] + (("inputs",) if traits.get("inputs") else ())
+        if tuple(inspect.signature(fn).parameters) != want:
+            raise BenchctlError(f"estimator {name!r}: a {kind} must have signature ({', '.join(want)})")
         if not (dataclasses.is_dataclass(params) and params.__dataclass_params__.frozen):
             raise BenchctlError(f"estimator {name!r}: params must be a frozen dataclass")
         agg = loss_agg if loss_agg is not None or kind == "modifier" else LOSS_AGGS[0]

@@ -18,6 +18,9 @@ replaced by `estimator.advantages(rewards (P, G))`, then sliced to this process 
 - State: one estimator per trainer; every process computes the same advantages from the same gathered
   rewards, so its state stays identical everywhere.  Evaluation uses a copy, so it does not advance the
   state.  Saved as `checkpoint-N/benchctl_estimator.json` and restored by `train(resume_from_checkpoint=...)`.
+- Inputs (contract.md §1): prompt_ids = a hash of each prompt (DBB's per-prompt history), seq_logprob = the mean
+  per-token log-prob of each completion when TRL computed one (vLLM's sampling log-probs, else the old policy's;
+  CoDaPO's confidence), gathered from every process.
 - Logs: the estimator's diagnostics as `benchctl/<name>` in TRL's metrics (averaged per logging step).
 - Not available: OAR (`oar_g`, `oar_p`), which needs per-token importance scores TRL does not compute.
 """
@@ -25,6 +28,7 @@ replaced by `estimator.advantages(rewards (P, G))`, then sliced to this process 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 from typing import Any
@@ -81,7 +85,8 @@ class BenchctlGRPOTrainer(GRPOTrainer):
         group = self.num_generations if mode == "train" else self.num_generations_eval
         est = self.estimator if mode == "train" else copy.deepcopy(self.estimator)
         rewards = self._sequence_rewards()  # (N_all,)
-        adv = est.advantages(rewards.view(-1, group)).reshape(-1)  # (P, G) -> (N_all,)
+        inputs = self._estimator_inputs(inputs, output, group)  # prompt ids (DBB), mean log-probs (CoDaPO)
+        adv = est.advantages(rewards.view(-1, group), **inputs).reshape(-1)  # (P, G) -> (N_all,)
         local = output["advantages"].shape[0]
         start = self.accelerator.process_index * local
         output["advantages"] = adv[start : start + local].to(output["advantages"].dtype)
@@ -89,6 +94,19 @@ class BenchctlGRPOTrainer(GRPOTrainer):
         for key, value in est.diagnostics().items():
             self._metrics[mode][METRIC_PREFIX + key].append(value)
         return output
+
+    def _estimator_inputs(self, inputs, output, group: int) -> dict:
+        """prompt_ids (P,) (a hash of each prompt) and, when TRL computed per-token log-probs, seq_logprob (P, G):
+        every process's rows in the order `_calculate_rewards` gathered the rewards."""
+        keys = [int(hashlib.sha1(str(x["prompt"]).encode()).hexdigest()[:15], 16) for x in inputs]  # < 2^60
+        gathered = self.accelerator.gather(torch.tensor(keys, device=self.accelerator.device))  # (N_all,)
+        ids = [str(k) for k in gathered.view(-1, group)[:, 0].tolist()]  # (P,)
+        logps = output.get("sampling_per_token_logps", output.get("old_per_token_logps"))  # (N_local, T) or None
+        if logps is None:
+            return {"prompt_ids": ids}  # CoDaPO then uses confidence 1 (estimators/codapo.py)
+        mask = output["completion_mask"].to(logps.dtype)  # (N_local, T)
+        mean = (logps * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)  # (N_local,)
+        return {"prompt_ids": ids, "seq_logprob": self.accelerator.gather(mean).view(-1, group)}
 
     def _sequence_rewards(self) -> torch.Tensor:
         per_func = self._benchctl_rewards  # (N_all, F)

@@ -26,6 +26,9 @@ Turn on (veRL imports the module in every process that imports `verl`, the drive
   importing this module wraps `RayPPOTrainer._save_checkpoint` / `_load_checkpoint` to also write / read
   `global_step_N/benchctl_estimators.json` (`STATE_FILE`); `SESSION.save(dir)` / `SESSION.load(dir)` do
   the same for other trainers.
+- Inputs (contract.md §1): `dbb` needs `prompt_ids=` (B,) stable prompt ids and `codapo` needs `old_log_probs=` /
+  `log_probs=` (B, T); veRL's compute_advantage passes neither, so they run only under a trainer that does (CoDaPO's
+  fork passes log_probs) and are refused otherwise with a line naming what is missing.
 - Not available here: OAR (`oar_g`, `oar_p`) needs per-token importance scores from the policy, which
   veRL's estimator interface does not pass; its functions are registered and raise an error naming this.
 - Diagnostics: `SESSION.diagnostics()` (veRL's compute_advantage has no metrics return path).
@@ -155,7 +158,7 @@ def group_order(index: Any, batch: int) -> tuple[np.ndarray, int, int]:
     return np.argsort(group, kind="stable"), len(sizes), int(sizes[0])
 
 
-def compute_advantages(name: str, token_level_rewards, response_mask, index=None, config=None, **_) -> tuple:
+def compute_advantages(name: str, token_level_rewards, response_mask, index=None, config=None, **kwargs) -> tuple:
     """veRL's estimator call for benchctl estimator `name`; (B, T) tensors in, (advantages, returns) out."""
     est = SESSION.estimator(name, params_from_config(config))
     if est.token_scores is not None:
@@ -166,11 +169,41 @@ def compute_advantages(name: str, token_level_rewards, response_mask, index=None
     scores = token_level_rewards.sum(dim=-1)  # (B,) sequence rewards
     order, p, g = group_order(index, scores.shape[0])
     rows = _as_index(order, scores)  # (P*G,)
-    adv_pg = est.advantages(scores[rows].reshape(p, g))  # (P, G), the dtype/device of the rewards
+    inputs = estimator_inputs(est, kwargs, rows, response_mask, p, g)
+    adv_pg = est.advantages(scores[rows].reshape(p, g), **inputs)  # (P, G), the dtype/device of the rewards
     seq = scores.new_empty(scores.shape)  # (B,)
     seq[rows] = adv_pg.reshape(-1)
     advantages = seq.unsqueeze(-1) * response_mask  # (B, T)
     return advantages, advantages
+
+
+def estimator_inputs(est: Estimator, kwargs: dict, rows, response_mask, p: int, g: int) -> dict:
+    """prompt_ids / seq_logprob (contract.md §1) for an estimator that declares them, from what a veRL trainer passes:
+    `prompt_ids` (B,) stable ids and `old_log_probs` (or CoDaPO's `log_probs`) (B, T). veRL's own compute_advantage
+    passes neither (its uid is new every step), so such an estimator is refused there, naming what is missing."""
+    needs, layer = set(), est
+    while layer is not None:
+        needs, layer = needs | set(layer.spec.inputs), layer.base
+    out = {}
+    if "prompt_ids" in needs:
+        if kwargs.get("prompt_ids") is None:
+            raise BenchctlError(
+                f"{PREFIX}{est.name} needs a stable prompt id per group (prompt_ids=), which veRL's compute_advantage"
+                " does not pass (its uid is new every step); use benchctl's trainer or the TRL plug-in"
+            )
+        ids = np.asarray(kwargs["prompt_ids"]).reshape(-1)[np.asarray(rows.cpu())]  # (P*G,) grouped
+        out["prompt_ids"] = ids.reshape(p, g)[:, 0].tolist()
+    if "seq_logprob" in needs:
+        logp = kwargs.get("old_log_probs", kwargs.get("log_probs"))
+        if logp is None:
+            raise BenchctlError(
+                f"{PREFIX}{est.name} needs each response's log-probs (old_log_probs= or log_probs=, (B, T)), which"
+                " veRL's compute_advantage does not pass; CoDaPO's veRL fork (PR #7497) does"
+            )
+        mask = response_mask.to(logp.dtype)  # (B, T)
+        mean = (logp * mask).sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)  # (B,) 0 for an empty response
+        out["seq_logprob"] = mean[rows].reshape(p, g)
+    return out
 
 
 def _as_index(order: np.ndarray, like):

@@ -84,6 +84,11 @@ class VerlLaunch:
 # ---- what veRL can express ------------------------------------------------------------------------------------
 
 
+def _inputs(est) -> set:
+    """The per-call inputs (contract.md §1) every layer of an estimator declares."""
+    return set(est.spec.inputs) | (_inputs(est.base) if est.base is not None else set())
+
+
 def check_supported(plan) -> None:
     """One BenchctlError line for a setting veRL's main_ppo cannot reproduce (see the module docstring); `plan`:
     the run's `benchctl.trainers.plan.Plan`."""
@@ -91,6 +96,11 @@ def check_supported(plan) -> None:
     refusals = [
         (cfg.token_budget is not None, "token_budget: veRL stops by steps; set steps instead"),
         (cfg.dynamic_sampling, "dynamic_sampling: DAPO's group filter is not part of verl.trainer.main_ppo"),
+        (cfg.codapo_resample, "codapo_resample: CoDaPO's focus steps are not part of verl.trainer.main_ppo"),
+        (
+            bool({"prompt_ids", "seq_logprob"} & _inputs(est)),
+            f"estimator {cfg.estimator}: veRL's compute_advantage passes no prompt ids or log-probs",
+        ),
         (plan.loss_agg not in VERL_LOSS_AGGS, f"loss_agg {plan.loss_agg}: veRL has {VERL_LOSS_AGGS}"),
         (est.token_scores is not None, f"estimator {cfg.estimator}: veRL passes no per-token importance scores"),
         (cfg.prompts_per_step % cfg.mini_batches != 0, "mini_batches must divide prompts_per_step in veRL"),

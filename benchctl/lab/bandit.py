@@ -149,7 +149,8 @@ def simulate_run(spec: EstimatorSpec, config: BanditConfig, seed_index: int) -> 
         if sampled:
             idx = policy.sample_groups(draws, pi, config.G)  # (P, G)
             rewards = is_correct[rows_idx, idx].astype(np.float64)  # (P, G)
-            adv = np.asarray(est.advantages(rewards), dtype=np.float64)  # (P, G)
+            confidence = np.log(np.maximum(pi[rows_idx, idx], 1e-300))  # (P, G) the answer log-prob (CoDaPO)
+            adv = np.asarray(est.advantages(rewards, seq_logprob=confidence), dtype=np.float64)  # (P, G)
             grad, counts = policy.sampled_gradient(pi, idx, adv)
             magnitude.append(float(np.abs(adv).sum(axis=1).mean()))
             never &= counts == 0

@@ -58,6 +58,8 @@ class Sampler:
     overlong_buffer: int
     overlong_penalty: float
     reward_flip: float = 0.0  # a noisy verifier: probability of flipping each correctness reward (control arms)
+    focus_quantile: float | None = None  # CoDaPO's resampling (`trainers.focus`): the value quantile kept; None: off
+    focus_repeat: int = 4  # CoDaPO's resampling: groups per kept question on a focus step
 
     def prompts(self, start: int, count: int) -> list:
         """Problems at positions start .. start+count-1 of the seeded data order."""
@@ -280,6 +282,8 @@ def build_sampler(plan: Plan, engine, task, problems: list) -> Sampler:
         overlong_buffer=plan.overlong_buffer,
         overlong_penalty=cfg.overlong_penalty,
         reward_flip=cfg.reward_flip,
+        focus_quantile=cfg.codapo_percentile if cfg.codapo_resample else None,
+        focus_repeat=cfg.codapo_repeat,
     )
 
 

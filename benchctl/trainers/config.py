@@ -152,6 +152,16 @@ class TrainConfig:
     max_sampling_rounds: int = _f(
         8, "dynamic sampling: most rollout rounds per step before training on fewer groups", ROLL, valid=POSITIVE
     )
+    codapo_resample: bool = _f(
+        False, "CoDaPO: every other step re-rolls the last batch's top-value questions (docs/training.md)", ROLL
+    )
+    codapo_percentile: float = _f(
+        0.75,
+        "CoDaPO resampling: keep the questions whose value is >= this quantile of the batch's (code: 0.75)",
+        ROLL,
+        valid=Range(0, 1, low_open=True, high_open=True),
+    )
+    codapo_repeat: int = _f(4, "CoDaPO resampling: groups per kept question (code: 4)", ROLL, valid=POSITIVE)
     overlong_shaping: bool = _f(
         False, "DAPO overlong reward shaping (Eq. 13): reward + a length penalty near max_tokens", ROLL
     )

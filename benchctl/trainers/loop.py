@@ -40,9 +40,10 @@ from benchctl.losses.aggregation import aggregation_weights
 from benchctl.results import train_run
 from benchctl.trainers import metrics as M
 from benchctl.trainers.batch import pack, pieces, sampled_logprobs
-from benchctl.trainers.build import Objective, Policy, Sampler, build
+from benchctl.trainers.build import Objective, Policy, Sampler, build, draw
 from benchctl.trainers.config import TrainConfig, eval_due
 from benchctl.trainers.device import compute_context, deterministic, threads
+from benchctl.trainers.focus import estimator_inputs, next_focus, seed_keys
 from benchctl.trainers.heldout import evaluate
 from benchctl.trainers.policy import STATS, chunked_sequence_logprobs, forward_stats, piecewise_stats, sequence_logprobs
 from benchctl.trainers.rollout_correction import correction, mismatch_metrics
@@ -101,13 +102,14 @@ def train_step(
     rollouts table) out; the policy, the engine's weights and the estimator's cross-step state move with it."""
     times, start, step = PhaseTimer(), time.perf_counter(), state.step + 1
     # ---- rollout + reward (DAPO dynamic sampling repeats both until enough groups are informative) ---------
-    got = collect(sampler, step, state.data_pos, times)
+    got = collect(sampler, step, state.data_pos, times, state.focus)  # focus: CoDaPO's re-rolled questions
     # the engine sleeps from here to the sync (weights to CPU, KV cache freed): OAR's importance scoring and the
     # update run beside no awake engine, and it wakes up also when they raise (a CUDA out-of-memory error)
     with sampler.engine.asleep(wake_timer=times("sync")):
         # ---- advantage ------------------------------------------------------------------------------------
         with times("advantage"):
-            seq_adv = est.advantages(got.rewards)  # (S, G): the one registry call, on every group sampled
+            inputs = estimator_inputs(got.problems, got.groups)  # prompt ids, mean log-prob per rollout
+            seq_adv = est.advantages(got.rewards, **inputs)  # (S, G): the one registry call, every group sampled
             trained = got.trained()  # (P,) the groups the update trains (the filter comes after the estimator)
             samples = [x for i in trained for x in got.groups[i]]  # N = P * G rollouts, group-major
             prompts, completions = [x.prompt_token_ids for x in samples], [x.token_ids for x in samples]
@@ -133,7 +135,10 @@ def train_step(
     # ---- log ----------------------------------------------------------------------------------------------
     every = [x for group in got.groups for x in group]  # every rollout sampled this step, dropped groups included
     num_tokens = np.array([x.num_tokens for x in every])
-    state = TrainState(step, got.data_pos, state.tokens_total + got.generated, state.samples_total + got.rewards.size)
+    focus = next_focus(sampler, got.rewards, inputs["seq_logprob"], got.positions, state.focus)  # CoDaPO's sampler
+    state = TrainState(
+        step, got.data_pos, state.tokens_total + got.generated, state.samples_total + got.rewards.size, focus
+    )
     row = {
         "step": step,
         **M.reward_metrics(got.correct, got.rewards),  # accuracy; acr/* of what the estimator saw (= est/acr)
@@ -169,6 +174,7 @@ class Sampled:
     generated: int  # tokens generated in all rounds
     data_pos: int  # the data order's position after this step's prompts
     acted: dict  # the sampler's mechanisms that are on, each 1.0 when it changed something this step, else 0.0
+    positions: tuple = ()  # (S,) each group's position in the data order
 
     def rollout_metrics(self, state: TrainState) -> dict[str, float]:
         """rollout/*: tokens generated this step and so far, samples so far, sampling rounds, groups sampled/kept."""
@@ -195,28 +201,29 @@ class Sampled:
         return kept if kept.size else np.arange(self.last_round, len(self.problems))
 
 
-def collect(sampler: Sampler, step: int, data_pos: int, times: PhaseTimer) -> Sampled:
-    """P prompts from `data_pos` on with G graded rollouts each; with dynamic sampling, more rounds of prompts until
-    P groups are informative (0 < #correct < G, DAPO Eq. 11) or `max_rounds` ran out."""
+def collect(sampler: Sampler, step: int, data_pos: int, times: PhaseTimer, focus: tuple = ()) -> Sampled:
+    """P prompts from `data_pos` on (a CoDaPO focus step: the data positions `focus`, `trainers.focus`) with G graded
+    rollouts each; with dynamic sampling, more rounds of prompts until P groups are informative (0 < #correct < G,
+    DAPO Eq. 11) or `max_rounds` ran out."""
     want, g = sampler.prompts_per_step, sampler.sampling.n
-    problems, groups, correct, verified, keep = [], [], [], [], []
+    problems, groups, correct, verified, keep, spots = [], [], [], [], [], ()
     kept = rounds = generated = last = 0
     while kept < want and rounds < sampler.max_rounds:
         rounds += 1
-        positions = range(data_pos, data_pos + want - kept)
-        data_pos += len(positions)
-        batch = sampler.prompts(positions.start, len(positions))
+        positions = tuple(focus) or tuple(range(data_pos, data_pos + want - kept))
+        data_pos += 0 if focus else len(positions)
+        batch = [draw(sampler.problems, sampler.seed, pos) for pos in positions]
         with times("rollout"):
-            keys = [f"{step}/{pos}/{p.id}" for pos, p in zip(positions, batch)]
+            keys = seed_keys(step, positions, batch)
             prompts = [sampler.engine.render(sampler.task, p) for p in batch]
             new = sampler.engine.generate(prompts, sampler.sampling, progress=False, seed_keys=keys)
         with times("reward"):
             verdicts = sampler.task.grade([(p, x.text) for p, group in zip(batch, new) for x in group])
             right = np.array([float(v.correct) for v in verdicts]).reshape(len(batch), g)
-            said = noisy_verifier(right, sampler.reward_flip, (sampler.seed, step, positions.start))
+            said = noisy_verifier(right, sampler.reward_flip, (sampler.seed, step, positions[0]))
         informative = ~group_stats(said).degenerate if sampler.dynamic_sampling else np.ones(len(batch), dtype=bool)
         last, kept = len(problems), kept + int(informative.sum())
-        problems, groups = problems + batch, groups + new
+        problems, groups, spots = problems + batch, groups + new, spots + positions
         correct.append(right)
         verified.append(said)
         keep.append(informative)
@@ -231,9 +238,10 @@ def collect(sampler: Sampler, step: int, data_pos: int, times: PhaseTimer) -> Sa
         **({"dynamic_sampling": float(not keep.all())} if sampler.dynamic_sampling else {}),
         **({"overlong_shaping": float((penalty != 0).any())} if sampler.overlong_buffer else {}),
         **({"reward_flip": float((verified != correct).any())} if sampler.reward_flip else {}),
+        **({"codapo_resample": float(bool(focus))} if sampler.focus_quantile is not None else {}),
     }
     return Sampled(
-        problems, groups, correct, penalty, verified + penalty, keep, last, rounds, generated, data_pos, acted
+        problems, groups, correct, penalty, verified + penalty, keep, last, rounds, generated, data_pos, acted, spots
     )
 
 

@@ -200,6 +200,8 @@ def _check_combinations(cfg: TrainConfig, max_tokens: int, overlong_buffer: int)
         raise BenchctlError(
             f"mini_batches={cfg.mini_batches} exceeds the {rows} rollouts per step (prompts_per_step x group_size)"
         )
+    if cfg.codapo_resample and cfg.dynamic_sampling:  # a focus step re-rolls kept questions, DAPO's refills new ones
+        raise BenchctlError("codapo_resample cannot run beside dynamic_sampling; valid: one of the two, or neither")
     if cfg.dynamic_sampling and cfg.group_size < 2:
         raise BenchctlError("dynamic_sampling needs group_size >= 2 (a group of one is always degenerate)")
     if cfg.top_p < 1.0:  # the policy would have to be truncated the same way (docs/gpu.md); refused instead
@@ -267,6 +269,8 @@ def _inert_settings(cfg: TrainConfig, loss: Loss, estimator: Estimator) -> list[
         out += [f"{k}={getattr(cfg, k)}" for k in (["ratio"] if cfg.ratio == "sequence" else []) + chosen]
     if not cfg.overlong_shaping:
         out += [f"{k}={getattr(cfg, k)}" for k in ("overlong_buffer", "overlong_penalty") if given(k)]
+    if not cfg.codapo_resample:
+        out += [f"{k}={getattr(cfg, k)}" for k in ("codapo_percentile", "codapo_repeat") if given(k)]
     if cfg.dynamic_sampling and _degenerate_only(estimator):
         out.append(f"estimator={cfg.estimator}")
     if cfg.micro_batch_tokens is None and given("logprob_chunk_tokens"):
@@ -303,6 +307,8 @@ def config_warnings(plan: Plan) -> list[str]:
         )
     if any(s.startswith("overlong_") for s in inert):
         lines.append("overlong_buffer / overlong_penalty have no effect: overlong_shaping is off")
+    if any(s.startswith("codapo_") for s in inert):
+        lines.append("codapo_percentile / codapo_repeat have no effect: codapo_resample is off")
     if any(s.startswith("logprob_chunk_tokens=") for s in inert):
         lines.append("logprob_chunk_tokens has no effect without micro_batch_tokens (the full-logits path)")
     if any(s.startswith("rollout_correction_") for s in inert):

@@ -34,6 +34,7 @@ class TrainState:
     data_pos: int = 0  # prompts drawn so far (position in the seeded data order)
     tokens_total: int = 0  # rollout tokens generated so far
     samples_total: int = 0
+    focus: tuple = ()  # data positions the next step re-rolls (CoDaPO's focus step, `trainers.focus`); () = normal
 
 
 @dataclass

@@ -322,6 +322,48 @@ def ref_bnpo(r, params, state):
     return out, None
 
 
+def ref_jspo(r, params, state):
+    """JS baseline (arXiv:2511.03710 code): per prompt, lambda and batch mean from the other prompts (or all)."""
+    groups = rows(r)
+    n, g = len(groups), len(groups[0])
+    means = [mean(row) for row in groups]
+    vs = [sum((x - mean(row)) ** 2 for x in row) / (g - 1) / g for row in groups]
+    out = np.zeros(r.shape)
+    for q, row in enumerate(groups):
+        pool = [k for k in range(n) if k != q] if params.leave_one_out and n > 1 else list(range(n))
+        bm = mean([means[k] for k in pool])
+        v2, s2 = mean([vs[k] for k in pool]), mean([(means[k] - bm) ** 2 for k in pool])
+        lam = v2 / (v2 + s2 + params.eps)
+        for i, x in enumerate(row):
+            loo = (sum(row) - x) / (g - 1)
+            out[q, i] = x - ((1 - lam) * loo + lam * bm)
+    return out, None
+
+
+def ref_dbb(r, params, state):
+    """Discounted Beta-Bernoulli posterior per prompt (row q = prompt q without ids), Eq. 11-13."""
+    post = dict(state or {})
+    out = np.zeros(r.shape)
+    for q, row in enumerate(rows(r)):
+        a, b = post.get(str(q), (params.alpha0, params.beta0))
+        a, b = params.discount * a + sum(row), params.discount * b + len(row) - sum(row)
+        post[str(q)] = (a, b)
+        p, sd = a / (a + b), math.sqrt(a * b / (a + b) ** 2)
+        for i, x in enumerate(row):
+            out[q, i] = (x - p) / (sd + params.eps) if params.normalise else x - p
+    return out, post
+
+
+def ref_codapo(r, base_adv, params, state):
+    """CoDaPO weight without log-probs (confidence 1): 4 acc (1 - acc) + offset, acc = share of rewards == 1."""
+    out = np.array(base_adv, dtype=float)
+    for q, row in enumerate(rows(r)):
+        acc = sum(1.0 for x in row if x == 1.0) / len(row)
+        d = 1 - acc
+        out[q] = base_adv[q] * (1 - 4 * (d - 0.5) ** 2 + params.weight_offset)
+    return out, None
+
+
 REFERENCES = {
     "grpo": ref_grpo,
     "dr_grpo": ref_dr_grpo,
@@ -348,6 +390,9 @@ REFERENCES = {
     "optimal_token_baseline": ref_mean_baseline,
     "krpo": ref_krpo,
     "bnpo": ref_bnpo,
+    "jspo": ref_jspo,
+    "dbb": ref_dbb,
+    "codapo": ref_codapo,
 }
 
 

@@ -11,6 +11,7 @@ from benchctl.estimators import get_estimator, registered_names
 NOT_ZEROED = {"w_reinforce", "ngrpo", "avspo", "krpo"}  # estimators whose spec gives collapsed groups a signal
 ZERO_SUM = {"grpo", "dr_grpo", "rloo", "dgpo", "oar_g", "oar_p", "maxrl", "reinforce_pp_baseline", "batch_std"}
 ZERO_SUM |= {"gpg", "opo", "optimal_token_baseline", "bnpo"}
+NOT_ZEROED |= {"jspo", "dbb"}  # JSPO pulls a collapsed group's baseline toward the batch mean; DBB's posterior
 
 
 @st.composite
@@ -55,6 +56,15 @@ def test_grpo_is_invariant_to_affine_reward_changes(rewards, shift, scale):
 @given(rewards=reward_batches(binary=False))
 def test_modifiers_keep_the_sign_of_the_base_advantage(rewards):
     base = get_estimator("grpo").advantages(rewards)
-    for name in ("ha_dw", "a_grae", "pos_dominant", "neg_dominant", "hard_focused", "easy_focused", "grpo_lead"):
+    for name in (
+        "ha_dw",
+        "a_grae",
+        "pos_dominant",
+        "neg_dominant",
+        "hard_focused",
+        "easy_focused",
+        "grpo_lead",
+        "codapo",
+    ):
         adv = get_estimator(name).advantages(rewards)
         assert np.array_equal(np.sign(adv), np.sign(base)), name

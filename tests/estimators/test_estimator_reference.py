@@ -31,6 +31,9 @@ SETTINGS = {
     "gpg": [{"alpha": "valid"}, {"alpha": "none", "f_norm": 2.0}],
     "krpo": [{"process_var": 0.1, "meas_var": 0.5, "init_mean": 0.5, "init_var": 2.0}],
     "bnpo": [{"max_weight": 2.0}],
+    "jspo": [{"leave_one_out": False}, {"eps": 0.0}],
+    "dbb": [{"discount": 1.0, "normalise": False}, {"discount": 0.25, "alpha0": 2.0, "beta0": 0.5}],
+    "codapo": [{"weight_offset": 0.0}],
 }
 OTHER_BASES = ["dr_grpo", "w_reinforce", "avspo"]  # zero-mean, no-baseline (non-zero degenerate rows), stateful
 

@@ -106,3 +106,22 @@ def test_replay_cli_hands_the_library_the_parsed_config(monkeypatch):
             "hard_below": "flag",
         },
     )
+
+
+def test_replay_hands_each_groups_problem_id_to_a_history_aware_estimator(run):
+    """DBB replayed = DBB fed each step's problem ids in group order, not the row-number fallback (the fixture's
+    problems are new every step, so rows 0..3 would wrongly share a history)."""
+    from benchctl.replay import step_arrays, step_prompt_ids
+    from benchctl.results.train_run import iter_rollout_steps
+
+    result = run_replay(ReplayConfig(run=str(run), estimators="dbb"))
+    est, fallback, expected, by_row = get_estimator("dbb"), get_estimator("dbb"), [], []
+    for _, table in iter_rollout_steps(run):
+        rewards, _ = step_arrays(table)
+        ids = step_prompt_ids(table)
+        expected.append(np.abs(np.asarray(est.advantages(rewards, prompt_ids=ids))).mean())
+        by_row.append(np.abs(np.asarray(fallback.advantages(rewards))).mean())
+    got = result.steps[result.steps["estimator"] == "dbb"]["abs_per_rollout"].to_numpy()
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert got != pytest.approx(by_row, rel=1e-6) and fallback.mechanisms() == {"dbb": 1.0}
+    assert "diag/dbb_history_frac" in result.steps.columns

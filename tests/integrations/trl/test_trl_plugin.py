@@ -30,7 +30,7 @@ def reward_spread(completions, **_):
     return [(zlib.crc32(c.encode()) % 5) / 4 for c in completions]
 
 
-def make_trainer(model_dir, out_dir, recorded, **options):
+def make_trainer(model_dir, out_dir, recorded, estimator="ha_dw", estimator_params=PARAMS, **options):
     def reward(completions, **kw):
         values = reward_spread(completions)
         recorded.append(values)  # one call per generation batch, completions in TRL's (P, G) order
@@ -65,8 +65,8 @@ def make_trainer(model_dir, out_dir, recorded, **options):
         args=args,
         train_dataset=data,
         processing_class=AutoTokenizer.from_pretrained(model_dir),
-        estimator="ha_dw",
-        estimator_params=PARAMS,
+        estimator=estimator,
+        estimator_params=estimator_params,
     )
 
 
@@ -151,3 +151,15 @@ def test_evaluation_batches_use_the_estimator_without_advancing_its_state(traine
 def test_oar_needs_token_scores_trl_does_not_compute():
     with pytest.raises(BenchctlError, match="per-token"):
         BenchctlGRPOTrainer(model="unused", estimator="oar_g")
+
+
+@pytest.mark.slow
+def test_prompt_ids_reach_a_history_aware_estimator(tiny_model, tmp_path):
+    """DBB's per-prompt state is keyed by TRL's prompts (a hash of each), not by row numbers."""
+    import hashlib
+
+    trainer = make_trainer(tiny_model, tmp_path, [], estimator="dbb", estimator_params={})
+    trainer.train()
+    ids = trainer.estimator.state_dict()["state"]["ids"]
+    hashes = {str(int(hashlib.sha1(f"{a}+{b}=".encode()).hexdigest()[:15], 16)) for a in range(4) for b in range(3)}
+    assert len(ids) >= PROMPTS and set(ids) <= hashes

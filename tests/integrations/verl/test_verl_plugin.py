@@ -32,7 +32,8 @@ from benchctl.integrations import verl as plugin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TOKEN_LEVEL = {"oar_g", "oar_p"}  # need per-token importance scores veRL does not pass
-SEQUENCE_LEVEL = [name for name in registered_names() if name not in TOKEN_LEVEL]
+NEEDS_INPUTS = {"dbb", "codapo"}  # need prompt ids / log-probs veRL's compute_advantage does not pass
+SEQUENCE_LEVEL = [name for name in registered_names() if name not in TOKEN_LEVEL | NEEDS_INPUTS]
 
 
 @pytest.fixture(autouse=True)
@@ -215,6 +216,34 @@ def test_oar_is_registered_but_says_veRL_passes_no_token_scores(name):
     _, _, token_rewards, mask, uids = verl_batch(np.random.default_rng(3), groups=2, size=4)
     with pytest.raises(BenchctlError, match="per-token"):
         call(name, token_rewards, mask, uids)
+
+
+@pytest.mark.parametrize("name,missing", [("dbb", "prompt_ids="), ("codapo", "old_log_probs=")])
+def test_estimators_needing_inputs_say_which_veRL_does_not_pass(name, missing):
+    _, _, token_rewards, mask, uids = verl_batch(np.random.default_rng(3), groups=2, size=4)
+    with pytest.raises(BenchctlError, match=missing):
+        call(name, token_rewards, mask, uids)
+
+
+def test_passed_prompt_ids_and_log_probs_reach_dbb_and_codapo_in_group_order():
+    rng = np.random.default_rng(4)
+    dbb, codapo = get_estimator("dbb"), get_estimator("codapo")
+    for _ in range(3):  # the same three prompts each step: DBB's history is keyed by their ids
+        rewards, perm, token_rewards, mask, uids = verl_batch(rng, groups=3, size=4)
+        prompt_ids = np.array([f"prompt-{i // 4}" for i in perm], dtype=object)  # (B,) stable across steps
+        logp = -torch.rand(mask.shape, dtype=torch.float32)  # (B, T)
+        fn = core_algos.get_adv_estimator_fn(plugin.PREFIX + "dbb")
+        got, _ = fn(token_level_rewards=token_rewards, response_mask=mask, index=uids, prompt_ids=prompt_ids)
+        want = dbb.advantages(torch.from_numpy(rewards), prompt_ids=[f"prompt-{q}" for q in range(3)])
+        assert torch.equal(got, expected_tokens(want, perm, mask))
+        seq = ((logp * mask).sum(-1) / mask.sum(-1)).numpy()  # (B,) the mean over each response's tokens
+        flat = np.empty_like(seq)
+        flat[perm] = seq
+        fn = core_algos.get_adv_estimator_fn(plugin.PREFIX + "codapo")
+        got, _ = fn(token_level_rewards=token_rewards, response_mask=mask, index=uids, old_log_probs=logp)
+        want = codapo.advantages(torch.from_numpy(rewards), seq_logprob=flat.reshape(3, 4))
+        torch.testing.assert_close(got, expected_tokens(want, perm, mask), rtol=1e-6, atol=1e-7)
+    assert dbb.mechanisms() == {"dbb": 1.0}
 
 
 def fake_trainer(folder, steps, resume_mode="auto"):
