@@ -137,7 +137,7 @@ def train_step(
         **M.reward_metrics(got.correct, got.rewards),  # accuracy; acr/* of what the estimator saw (= est/acr)
         "reward/overlong_penalty": float(got.penalty.mean()),
         **M.estimator_metrics(est.diagnostics()),
-        **M.mechanism_metrics({**got.acted, **est.mechanisms()}),
+        **M.mechanism_metrics({**got.acted, **est.mechanisms(), **loss.policy_loss.mechanisms(update_metrics)}),
         **M.advantage_metrics(kept_adv),
         **diagnostics,
         **update_metrics,
