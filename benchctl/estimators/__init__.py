@@ -12,6 +12,7 @@ Each family lives in its own module and registers its pure functions with `@regi
 from benchctl.estimators import grpo, dgpo, ngrpo, reinforce, passk, avspo  # noqa: F401, I001
 from benchctl.estimators import maxrl, batchnorm, optimal_baseline, krpo, bnpo  # noqa: F401, I001
 from benchctl.estimators import hadw, agrae, lead, oar  # noqa: F401, I001
+from benchctl.estimators import fgrpo, rlzvp  # noqa: F401, I001
 from benchctl.estimators.api import Estimator, get_estimator
 from benchctl.estimators.info import EstimatorInfo, HyperParam, estimator_info, list_estimators
 from benchctl.estimators.oar import reshape_token_weights

@@ -47,7 +47,7 @@ from benchctl.trainers.policy import STATS, chunked_sequence_logprobs, forward_s
 from benchctl.trainers.rollout_correction import correction, mismatch_metrics
 from benchctl.trainers.run_folder import TrainState, resume_step
 from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
-from benchctl.trainers.scores import SCORERS, Scoring, answer_masks
+from benchctl.trainers.scores import SCORERS, Scoring, score_masks
 from benchctl.trainers.shaping import noisy_verifier, overlong_penalty
 from benchctl.trainers.sync import check_sync
 from benchctl.trainers.weights import engine_state_dict, param_change, param_snapshot
@@ -110,11 +110,12 @@ def train_step(
         batch = pack(prompts, completions, policy.pad_id, policy.device)
         kept_adv = (seq_adv[trained] * got.keep[trained, None]).reshape(-1)  # (N,); a dropped group trains with A = 0
         token_adv, scored = np.zeros(batch.tokens.shape), np.flatnonzero(kept_adv)  # (N, T); rows with A != 0
+        degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
         if scored.size:  # a row with A = 0 has token advantages A x w = 0 (§7): no scores, no weights
             scores, reasoning = importance_scores(cfg, sampler, policy, est.token_scores, batch, samples, scored)
-            token_adv[scored] = est.token_advantages(kept_adv[scored], scores, reasoning)  # (n, T)
+            flat = np.repeat(degenerate, cfg.group_size)[scored]  # (n,) rows of all-equal groups (RL-ZVP)
+            token_adv[scored] = est.token_advantages(kept_adv[scored], scores, reasoning, flat)  # (n, T)
     token_adv = torch.as_tensor(token_adv, dtype=torch.float32, device=policy.device)
-    degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
     nondegenerate = torch.as_tensor(np.repeat(~degenerate, cfg.group_size), device=policy.device)
     engine_lp = sampled_logprobs(samples, batch)
     # ---- loss + update ------------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ def importance_scores(
         return None, np.zeros((len(rows), width), dtype=bool)
     batch, samples = batch.rows(torch.as_tensor(rows, device=batch.tokens.device)), [samples[i] for i in rows]
     texts, ids = [x.text for x in samples], [x.token_ids for x in samples]
-    reasoning, answer = answer_masks(sampler.task, texts, ids, sampler.engine.tokenizer, width)
+    reasoning, answer = score_masks(kind, sampler.task, texts, ids, sampler.engine.tokenizer, batch.mask)
     how = Scoring(cfg.temperature, policy.pad_id, cfg.micro_batch_tokens, cfg.logprob_chunk_tokens)
     with threads(policy.threads), compute_context(policy.compute_dtype, policy.device):
         scores = SCORERS[kind](policy.model, batch, answer, reasoning, how)

@@ -31,6 +31,8 @@ SETTINGS = {
     "gpg": [{"alpha": "valid"}, {"alpha": "none", "f_norm": 2.0}],
     "krpo": [{"process_var": 0.1, "meas_var": 0.5, "init_mean": 0.5, "init_var": 2.0}],
     "bnpo": [{"max_weight": 2.0}],
+    "f_grpo": [{"gamma": 0.5}, {"gamma": 0.0}, {"gamma": 3.0}],
+    "rl_zvp": [{"alpha": 0.5}],
 }
 OTHER_BASES = ["dr_grpo", "w_reinforce", "avspo"]  # zero-mean, no-baseline (non-zero degenerate rows), stateful
 
