@@ -62,3 +62,15 @@ def test_entropy_scores_are_the_policys_entropy_on_every_response_token(tiny_mod
     torch.testing.assert_close(got, want.float(), rtol=1e-5, atol=1e-6)
     split = entropy_scores(model, batch, answer, span, Scoring(1.0, tok.pad_token_id, 1, 4))  # micro-batches, chunks
     torch.testing.assert_close(split, got, rtol=1e-5, atol=1e-6)
+
+
+def test_rl_zvp_beside_dynamic_sampling_is_named_void_and_runs_on_tasks_without_a_reasoning_span():
+    from benchctl.errors import BenchctlError
+    from benchctl.trainers.build import preflight
+    from benchctl.trainers.plan import config_warnings, resolve
+
+    lines = config_warnings(resolve(build_config(flag_values={"estimator": "rl_zvp", "dynamic_sampling": True})))
+    assert any("rl_zvp acts only on degenerate groups" in line and "void" in line for line in lines)
+    preflight(resolve(build_config(flag_values={"estimator": "rl_zvp", "task": "arith"})))  # entropies need no span
+    with pytest.raises(BenchctlError, match="answer alone"):
+        preflight(resolve(build_config(flag_values={"estimator": "oar_g", "task": "arith"})))
