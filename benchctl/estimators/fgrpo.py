@@ -36,8 +36,8 @@ class FgrpoParams:
 def f_grpo(rewards: np.ndarray, base_adv: np.ndarray, params: FgrpoParams, state: None):
     """F-GRPO: down-weight the advantages of high-success groups by the focal factor (1 - mu_pos)^gamma.
 
-    Reference: arXiv:2602.06717 (F-GRPO, the difficulty-aware scaling coefficient g(x) = (1 - mu_pos(x))^gamma of
-    §4; equation number not checked here), applied to GRPO, DAPO and CISPO in the paper.
+    Reference: arXiv:2602.06717 (F-GRPO; its body was not available here, so its equation numbers are unknown: the
+    coefficient g(x) = (1 - mu_pos(x))^gamma is the one its abstract summaries and benchctl issue 43 §4 state).
     Formula: A' = A * (1 - p)^gamma, p = group mean reward; degenerate groups keep A
     Shapes: rewards (P, G) in [0, 1], base_adv (P, G) float64 -> advantages (P, G).
     Deviations: see the module docstring (gamma=1.0 and mu_pos for non-binary rewards are our choices).

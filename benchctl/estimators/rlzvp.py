@@ -63,8 +63,9 @@ def zvp_weights(scores: np.ndarray, mask: np.ndarray, params: RlzvpParams, seq_a
 def rl_zvp(rewards: np.ndarray, base_adv: np.ndarray, params: RlzvpParams, state: None):
     """RL-ZVP: zero-variance groups get +-alpha (shaped per token by the entropy), other groups the base advantage.
 
-    Reference: arXiv:2509.21880 §3 (entropy-guided advantage shaping of zero-variance prompts; equation numbers not
-    checked here); ports: NeMo-RL RLZVPAdvantageEstimator (test_rl_zvp.py), a TRL bridge entropy_guided_advantages.
+    Reference: arXiv:2509.21880 (RL-ZVP; its body was not available here, equation numbers unknown: the form is
+    benchctl issue 43 §6's, made exact by two ports' tests: NeMo-RL RLZVPAdvantageEstimator, a TRL bridge's
+    entropy_guided_advantages).
     Formula: all-correct group: A_t = alpha H_t; all-wrong: A_t = -alpha (max_k H_k - H_t); else A = base
     Shapes: rewards (P, G), base_adv (P, G) -> advantages (P, G) (+-alpha on zero-variance groups; token shaping:
       token_advantages with per-token entropies).

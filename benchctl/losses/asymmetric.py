@@ -50,8 +50,10 @@ class UpParams:
 def up(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: UpParams):
     """UP-GRPO: unclipped REINFORCE on positive-advantage tokens, the PPO clip (and dual-clip) on the others.
 
-    Reference: arXiv:2607.06987 Eq. 14-15 (UP, the self-anchored ratio pi / sg(pi) for A > 0); code: veRL PR #7022
-    compute_policy_loss_up, TRL PR #6579 trl/experimental/up UPTrainer._compute_loss (commit d841558).
+    Reference: arXiv:2607.06987 (UP: the self-anchored ratio pi / sg(pi) for A > 0; Eq. 14 per TRL PR #6579, Eq. 15
+    per veRL PR #7022, the paper itself not read here); code: TRL PR #6579 trl/experimental/up
+    UPTrainer._compute_loss (huggingface/trl commit d841558), veRL PR #7022 compute_policy_loss_up (as quoted in a
+    public note on the PR: its diff was not available here).
     Formula: l_t = -A_t pi(y_t) / sg(pi(y_t)) if A_t > 0, else max(-A_t r_t, -A_t max(r_t, 1 - clip_low)); A_t < 0
       and c set: min(l_t, -A_t c)
     Shapes: (N, T) tensors -> loss 0-d; metrics policy/clip_low, policy/dual_clip, policy/up_unclipped (token
@@ -106,7 +108,8 @@ class ToprParams:
 def topr(log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, params: ToprParams):
     """TOPR: REINFORCE with unit weight on positive sequences and the truncated ratio [pi/mu]_0^1 on negative ones.
 
-    Reference: arXiv:2503.14286 §3 (TOPR, the tapered objective over T+ and T-); code: veRL PR #6986
+    Reference: arXiv:2503.14286 (TOPR: the tapered gradient over T+ and T-, read from the paper's abstract and a
+    public summary of its update rule; equation numbers not checked here); code: veRL PR #6986
     compute_policy_loss_topr (verl-project/verl commit a578c2f).
     Formula: w_i = 1 if Abar_i >= 0 else sg(clip(rho_i, ratio_low, ratio_high)), rho_i = exp(min(sum_t log r_it, 10))
       (ratio_level=sum; mean_t with ratio_level=mean); l_it = -w_i A_it log pi(y_it)

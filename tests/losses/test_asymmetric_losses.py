@@ -54,7 +54,8 @@ def trl_up_per_token(per_token_logps, old_per_token_logps, advantages, epsilon_l
 
 
 def verl_up_per_token(log_prob, old_log_prob, advantages, clip_ratio_low, clip_ratio_high, clip_ratio_c):
-    """veRL PR #7022 compute_policy_loss_up: self-anchored REINFORCE for A > 0, GRPO clip + dual-clip otherwise."""
+    """veRL PR #7022 compute_policy_loss_up as a public note on the PR quotes it (the PR diff was not available):
+    self-anchored REINFORCE for A > 0, GRPO clip + dual-clip otherwise."""
     ratio = torch.exp(log_prob - old_log_prob)
     r_tilde = torch.exp(log_prob - log_prob.detach())
     pg_losses_pos = -advantages * r_tilde
