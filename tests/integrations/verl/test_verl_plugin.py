@@ -31,7 +31,8 @@ from benchctl.estimators import get_estimator, registered_names  # noqa: E402
 from benchctl.integrations import verl as plugin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-TOKEN_LEVEL = {"oar_g", "oar_p"}  # need per-token importance scores veRL does not pass
+# need per-token scores veRL does not pass (OAR's importance scores, RL-ZVP's entropies)
+TOKEN_LEVEL = {name for name in registered_names() if get_estimator(name).token_scores is not None}
 SEQUENCE_LEVEL = [name for name in registered_names() if name not in TOKEN_LEVEL]
 
 
