@@ -101,6 +101,7 @@ def test_verl_function_returns_benchctls_advantages_broadcast_over_the_mask_for_
     (est,) = plugin.SESSION.estimators.values()
     assert est.state_dict() == reference.state_dict()
     assert est.diagnostics() == reference.diagnostics()
+    assert list(plugin.SESSION.mechanisms().values()) == [reference.mechanisms()]  # mechanism/<name>/acted
 
 
 @pytest.mark.parametrize("name", ["ha_dw", "avspo"])
