@@ -14,6 +14,7 @@ from benchctl.estimators import maxrl, batchnorm, optimal_baseline, krpo, bnpo  
 from benchctl.estimators import shrinkage, dbb  # noqa: F401, I001
 from benchctl.estimators import hadw, agrae, lead, oar  # noqa: F401, I001
 from benchctl.estimators import codapo  # noqa: F401, I001
+from benchctl.estimators import fgrpo, rlzvp  # noqa: F401, I001
 from benchctl.estimators.api import Estimator, get_estimator
 from benchctl.estimators.info import EstimatorInfo, HyperParam, estimator_info, list_estimators
 from benchctl.estimators.oar import reshape_token_weights

@@ -112,10 +112,11 @@ class Estimator:
             self.base.load_state_dict(data.get("base"))
         self._state = state
 
-    def token_advantages(self, seq_adv: Any, scores: Any, reasoning_mask: Any) -> Any:
+    def token_advantages(self, seq_adv: Any, scores: Any, reasoning_mask: Any, degenerate: Any = None) -> Any:
         """Per-token advantages (N, T) = seq_adv (N,) x token weights (contract.md §7; weight 1 without OAR).
 
-        scores (N, T) >= 0 on reasoning tokens (None allowed when `token_scores` is None); reasoning_mask (N, T).
+        scores (N, T) >= 0 on reasoning tokens (None allowed when `token_scores` is None); reasoning_mask (N, T): the
+        tokens the scores cover; degenerate (N,) bool: the row's group has all rewards equal (RL-ZVP needs it).
         """
         seq, back = to_float64(seq_adv, "seq_adv")
         mask = to_bool(reasoning_mask, "reasoning_mask")
@@ -129,7 +130,8 @@ class Estimator:
         s, _ = to_float64(scores, "scores")
         if s.shape != mask.shape:
             raise BenchctlError(f"scores must have the mask's shape {mask.shape}; got {s.shape}")
-        weights = owner.spec.token_weights(s, mask, owner.params)  # (N, T)
+        rows = (seq, degenerate) if owner.spec.token_rows else ()  # RL-ZVP shapes by sign and degenerate group
+        weights = owner.spec.token_weights(s, mask, owner.params, *rows)  # (N, T)
         self._metrics = {**self._metrics, **token_weight_metrics(weights, mask)}  # this step's diagnostics
         return back(seq[:, None] * weights)  # (N, T)
 

@@ -93,6 +93,8 @@ class BenchctlGRPOTrainer(GRPOTrainer):
         self._replace_logged_advantages(adv)
         for key, value in est.diagnostics().items():
             self._metrics[mode][METRIC_PREFIX + key].append(value)
+        for name, acted in est.mechanisms().items():  # as benchctl's trainer logs them
+            self._metrics[mode][f"mechanism/{name}/acted"].append(acted)
         return output
 
     def _estimator_inputs(self, inputs, output, group: int) -> dict:

@@ -31,7 +31,8 @@ Turn on (veRL imports the module in every process that imports `verl`, the drive
   fork passes log_probs) and are refused otherwise with a line naming what is missing.
 - Not available here: OAR (`oar_g`, `oar_p`) needs per-token importance scores from the policy, which
   veRL's estimator interface does not pass; its functions are registered and raise an error naming this.
-- Diagnostics: `SESSION.diagnostics()` (veRL's compute_advantage has no metrics return path).
+- Diagnostics: `SESSION.diagnostics()` and `SESSION.mechanisms()` (veRL's compute_advantage has no metrics return
+  path).
 
 Deviations from veRL's own estimators: benchctl's formulas (docs/contract.md §2), e.g. degenerate groups get exactly 0.0
 and a group of one rollout is an ordinary (degenerate) group, where veRL's GRPO uses mean 0 / std 1.
@@ -89,6 +90,11 @@ class EstimatorSession:
 
     def diagnostics(self) -> dict[str, dict[str, float]]:
         return {key: est.diagnostics() for key, est in self.estimators.items()}
+
+    def mechanisms(self) -> dict[str, dict[str, float]]:
+        """Each estimator's last-call evidence that its mechanism acted ({name: 1.0 or 0.0}, `Estimator.mechanisms`):
+        what benchctl's trainer logs as `mechanism/<name>/acted`."""
+        return {key: est.mechanisms() for key, est in self.estimators.items()}
 
     def save(self, folder: str) -> None:
         """Write the states to folder/STATE_FILE (temporary file, then rename)."""

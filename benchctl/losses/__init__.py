@@ -10,6 +10,7 @@ Each family lives in its own module and registers its pure functions with `@regi
 
 # Registration order = listing order.
 from benchctl.losses import clip, sequence, trust, cov  # noqa: F401, I001
+from benchctl.losses import asymmetric  # noqa: F401, I001
 from benchctl.losses.api import Loss, LossInfo, get_loss, list_losses, loss_info, parse_loss
 from benchctl.losses.registry import register_loss, registered_names, unregister_loss
 

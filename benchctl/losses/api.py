@@ -45,6 +45,11 @@ class Loss:
         ]
         return f"{self.name}({','.join(changed)})" if changed else self.name
 
+    def mechanisms(self, metrics: dict) -> dict[str, float]:
+        """{name: 1.0 or 0.0}: whether the loss's own mechanism acted, from an update's metrics (`loss/*`,
+        `policy/*`); {} for a loss that declares none. The trainer logs it as `mechanism/<name>/acted`."""
+        return {self.name: float(bool(self.spec.acted(metrics)))} if self.spec.acted is not None else {}
+
     def __call__(
         self, log_prob, old_log_prob, advantages, response_mask, loss_agg_mode, *, kl_coef=0.0, ref_log_prob=None
     ):

@@ -29,10 +29,15 @@ class LossSpec:
     # True: with one update per batch (pi = pi_old, every ratio 1) its gradient is `gpg`'s, so its own mechanism
     # (clip, gate, mask) acts only with several mini-batches or epochs; False: it acts on-policy too (or is gpg)
     inert_on_policy: bool
+    acted: Callable | None = None  # metrics -> bool: its mechanism acted in this update (`Loss.mechanisms`)
+    mechanism: str | None = None  # what `acted` checks, one line
 
 
-def register_loss(name: str, *, params: type, loss_agg: str | None = None, inert_on_policy: bool = True) -> Callable:
-    """Decorator registering `fn` under `name`; re-registering the same function is a no-op."""
+def register_loss(
+    name: str, *, params: type, loss_agg: str | None = None, inert_on_policy: bool = True, **traits
+) -> Callable:
+    """Decorator registering `fn` under `name`; re-registering the same function is a no-op. `traits`: `acted`
+    (update metrics -> bool) and `mechanism` (one line), as estimators declare them."""
 
     def decorate(fn: Callable) -> Callable:
         if tuple(inspect.signature(fn).parameters) != SIGNATURE:
@@ -43,7 +48,7 @@ def register_loss(name: str, *, params: type, loss_agg: str | None = None, inert
             raise BenchctlError(f"loss_agg={loss_agg!r} is not valid; choose one of: {', '.join(LOSS_AGGS)}")
         if (old := _REGISTRY.get(name)) is not None and old.fn is not fn:
             raise BenchctlError(f"loss {name!r} is already registered to {old.fn.__module__}.{old.fn.__name__}")
-        _REGISTRY[name] = LossSpec(name, fn, params, loss_agg, inert_on_policy)
+        _REGISTRY[name] = LossSpec(name, fn, params, loss_agg, inert_on_policy, **traits)
         return fn
 
     return decorate

@@ -124,10 +124,11 @@ def preflight(plan: Plan, eval_tasks=(), eval_limit: int | None = None, *, task=
       held-out task (`Plan.eval_task`, first `eval_limit` problems) and `eval_tasks` (first `eval_limit`; the
       matrix's final evaluation). `task`/`problems`: the training task and problems when already loaded."""
     from benchctl.tasks.overlap import check_held_out, questions
+    from benchctl.trainers.scores import ANSWER_SPAN
 
     cfg, estimator = plan.cfg, plan.estimator
     task = task if task is not None else train_task(cfg.task)
-    if estimator.token_scores is not None and not task.shows_work:
+    if estimator.token_scores in ANSWER_SPAN and not task.shows_work:
         raise BenchctlError(
             f"{estimator.label} reshapes the reasoning tokens before the answer, but {cfg.task!r} completions are "
             "the answer alone (no reasoning span: it would equal its base exactly); train it on a task that shows "

@@ -49,7 +49,7 @@ from benchctl.trainers.policy import STATS, chunked_sequence_logprobs, forward_s
 from benchctl.trainers.rollout_correction import correction, mismatch_metrics
 from benchctl.trainers.run_folder import TrainState, resume_step
 from benchctl.trainers.runtime import PhaseTimer, stop_on_sigint
-from benchctl.trainers.scores import SCORERS, Scoring, answer_masks
+from benchctl.trainers.scores import SCORERS, Scoring, score_masks
 from benchctl.trainers.shaping import noisy_verifier, overlong_penalty
 from benchctl.trainers.sync import check_sync
 from benchctl.trainers.weights import engine_state_dict, param_change, param_snapshot
@@ -116,11 +116,12 @@ def train_step(
             batch = pack(prompts, completions, policy.pad_id, policy.device)
             kept_adv = (seq_adv[trained] * got.keep[trained, None]).reshape(-1)  # (N,); dropped group: A = 0
             token_adv, scored = np.zeros(batch.tokens.shape), np.flatnonzero(kept_adv)  # (N, T); rows with A != 0
+            degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
             if scored.size:  # a row with A = 0 has token advantages A x w = 0 (§7): no scores, no weights
                 scores, reasoning = importance_scores(cfg, sampler, policy, est.token_scores, batch, samples, scored)
-                token_adv[scored] = est.token_advantages(kept_adv[scored], scores, reasoning)  # (n, T)
+                flat = np.repeat(degenerate, cfg.group_size)[scored]  # (n,) rows of all-equal groups (RL-ZVP)
+                token_adv[scored] = est.token_advantages(kept_adv[scored], scores, reasoning, flat)  # (n, T)
         token_adv = torch.as_tensor(token_adv, dtype=torch.float32, device=policy.device)
-        degenerate = group_stats(got.rewards[trained]).degenerate  # (P,)
         nondegenerate = torch.as_tensor(np.repeat(~degenerate, cfg.group_size), device=policy.device)
         engine_lp = sampled_logprobs(samples, batch)
         # ---- loss + update --------------------------------------------------------------------------------
@@ -144,7 +145,7 @@ def train_step(
         **M.reward_metrics(got.correct, got.rewards),  # accuracy; acr/* of what the estimator saw (= est/acr)
         "reward/overlong_penalty": float(got.penalty.mean()),
         **M.estimator_metrics(est.diagnostics()),
-        **M.mechanism_metrics({**got.acted, **est.mechanisms()}),
+        **M.mechanism_metrics({**got.acted, **est.mechanisms(), **loss.policy_loss.mechanisms(update_metrics)}),
         **M.advantage_metrics(kept_adv),
         **diagnostics,
         **update_metrics,
@@ -166,8 +167,7 @@ class Sampled:
     groups: list  # S lists of G completions
     correct: np.ndarray  # (S, G) 1.0 correct, else 0.0 (the task's grader): reward/mean is their mean
     penalty: np.ndarray  # (S, G) DAPO's overlong penalty (Eq. 13, `shaping.overlong_penalty`); 0 when off
-    rewards: np.ndarray  # (S, G) the verifier's verdict (correct, flipped by `reward_flip`) + penalty: what the
-    # estimator and dynamic sampling's filter see
+    rewards: np.ndarray  # (S, G) verdict (flipped by `reward_flip`) + penalty: what estimator and filter see
     keep: np.ndarray  # (S,) bool: the groups the update trains (dynamic sampling: 0 < #correct < G)
     last_round: int  # index of the last round's first group
     rounds: int
@@ -254,7 +254,7 @@ def importance_scores(
         return None, np.zeros((len(rows), width), dtype=bool)
     batch, samples = batch.rows(torch.as_tensor(rows, device=batch.tokens.device)), [samples[i] for i in rows]
     texts, ids = [x.text for x in samples], [x.token_ids for x in samples]
-    reasoning, answer = answer_masks(sampler.task, texts, ids, sampler.engine.tokenizer, width)
+    reasoning, answer = score_masks(kind, sampler.task, texts, ids, sampler.engine.tokenizer, batch.mask)
     how = Scoring(cfg.temperature, policy.pad_id, cfg.micro_batch_tokens, cfg.logprob_chunk_tokens)
     with threads(policy.threads), compute_context(policy.compute_dtype, policy.device):
         scores = SCORERS[kind](policy.model, batch, answer, reasoning, how)

@@ -1,4 +1,5 @@
-"""OAR importance scores (docs/contract.md §7; arXiv:2601.07408): what `est.token_scores` asks the trainer to compute.
+"""Per-token scores an estimator asks the trainer for (`est.token_scores`): OAR's importance scores (docs/contract.md
+§7; arXiv:2601.07408) over the reasoning span, RL-ZVP's policy entropies (arXiv:2509.21880) over the whole response.
 
 `phi` of a response = mean log-probability of its answer tokens: the tokens of the final answer the task's
 extractor reads (`task.answer_span`: the last `\\boxed{}`'s contents when there is a box), found by character
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from benchctl.trainers.batch import Batch, pieces
-from benchctl.trainers.policy import forward_stats
+from benchctl.trainers.policy import forward_stats, piecewise_stats
 
 
 def answer_masks(
@@ -150,4 +151,26 @@ def perturbation_scores(
     return scores
 
 
-SCORERS = {"gradient": gradient_scores, "perturbation": perturbation_scores}
+def entropy_scores(model, batch: Batch, answer: torch.Tensor, span: torch.Tensor, how: Scoring) -> torch.Tensor:
+    """The policy's entropy H_t = -sum_v pi_v log pi_v at each response token (N, T), no gradient, 0 outside `span`
+    (rl_zvp): the distribution the token was sampled from, at the rollout temperature, before the update. `answer`
+    is unused (the signature is every scorer's)."""
+    chunk = how.chunk_tokens if how.micro_batch_tokens else None
+    stats = piecewise_stats(
+        model, batch, how.temperature, want=("logprobs", "entropy"), micro_batch_tokens=how.micro_batch_tokens,
+        chunk=chunk,
+    )  # fmt: skip
+    return stats.entropy.float().cpu() * span.to(torch.float32)
+
+
+SCORERS = {"gradient": gradient_scores, "perturbation": perturbation_scores, "entropy": entropy_scores}
+ANSWER_SPAN = ("gradient", "perturbation")  # scorers of the reasoning span before the answer (tasks that show work)
+
+
+def score_masks(kind: str, task, texts, completions, tokenizer, response_mask: torch.Tensor):
+    """(span, answer) (N, T) bool for scorer `kind`: OAR's reasoning span and answer tokens (`answer_masks`), or,
+    for a whole-response scorer (entropy), every response token and no answer."""
+    if kind in ANSWER_SPAN:
+        return answer_masks(task, texts, completions, tokenizer, response_mask.shape[1])
+    span = response_mask.bool().cpu()
+    return span, torch.zeros_like(span)

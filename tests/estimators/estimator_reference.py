@@ -364,6 +364,18 @@ def ref_codapo(r, base_adv, params, state):
     return out, None
 
 
+def ref_f_grpo(r, base_adv, params, state):
+    return _per_group(r, base_adv, lambda a, p: a * (1 - p) ** params.gamma), None
+
+
+def ref_rl_zvp(r, base_adv, params, state):
+    out = np.array(base_adv, dtype=float)
+    for q, row in enumerate(rows(r)):
+        if pstd(row) < DELTA and mean(row) != 0.5:  # zero-variance: +alpha all-correct, -alpha all-wrong
+            out[q, :] = params.alpha * (1.0 if mean(row) > 0.5 else -1.0)
+    return out, None
+
+
 REFERENCES = {
     "grpo": ref_grpo,
     "dr_grpo": ref_dr_grpo,
@@ -393,6 +405,8 @@ REFERENCES = {
     "jspo": ref_jspo,
     "dbb": ref_dbb,
     "codapo": ref_codapo,
+    "f_grpo": ref_f_grpo,
+    "rl_zvp": ref_rl_zvp,
 }
 
 

@@ -8,7 +8,7 @@ from hypothesis.extra.numpy import arrays
 
 from benchctl.estimators import get_estimator, registered_names
 
-NOT_ZEROED = {"w_reinforce", "ngrpo", "avspo", "krpo"}  # estimators whose spec gives collapsed groups a signal
+NOT_ZEROED = {"w_reinforce", "ngrpo", "avspo", "krpo", "rl_zvp"}  # their spec gives collapsed groups a signal
 ZERO_SUM = {"grpo", "dr_grpo", "rloo", "dgpo", "oar_g", "oar_p", "maxrl", "reinforce_pp_baseline", "batch_std"}
 ZERO_SUM |= {"gpg", "opo", "optimal_token_baseline", "bnpo"}
 NOT_ZEROED |= {"jspo", "dbb"}  # JSPO pulls a collapsed group's baseline toward the batch mean; DBB's posterior

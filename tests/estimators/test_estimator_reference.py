@@ -34,6 +34,8 @@ SETTINGS = {
     "jspo": [{"leave_one_out": False}, {"eps": 0.0}],
     "dbb": [{"discount": 1.0, "normalise": False}, {"discount": 0.25, "alpha0": 2.0, "beta0": 0.5}],
     "codapo": [{"weight_offset": 0.0}],
+    "f_grpo": [{"gamma": 0.5}, {"gamma": 0.0}, {"gamma": 3.0}],
+    "rl_zvp": [{"alpha": 0.5}],
 }
 OTHER_BASES = ["dr_grpo", "w_reinforce", "avspo"]  # zero-mean, no-baseline (non-zero degenerate rows), stateful
 

@@ -126,6 +126,7 @@ def _sg_derivatives(logp, old, adv, mask):
     phi = torch.where(adv >= 0, torch.exp(3.0 + 2.0 * log_w - 3.0 * torch.exp(log_w)),
                       torch.exp(2.0 + 3.0 * log_w - 2.0 * torch.exp(log_w)))  # fmt: skip
     s = torch.exp(((logp - old) * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True))  # (N, 1)
+    abar = (adv * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True)  # (N, 1) TOPR's row advantage
     gspo_clipped = ((adv > 0) & (s > 1 + 4e-4)) | ((adv < 0) & (s < 1 - 3e-4))
     tv = torch.where(adv > 0, p - p_old <= 0.2, p - p_old >= -0.2)
     bkl = p_old * (old - logp) + (1 - p_old) * torch.log((1 - p_old + 1e-8) / (1 - p + 1e-8))
@@ -136,10 +137,12 @@ def _sg_derivatives(logp, old, adv, mask):
         "dppo_tv": -r.clamp(max=20.0) * adv * tv,
         "dppo_kl": -r.clamp(max=20.0) * adv * kl,
         "gspo_token": torch.where(gspo_clipped, 0.0, -adv * s),
+        "up": torch.where(adv > 0, -adv, torch.where(r < 0.8, 0.0, -adv * r)),  # A <= 0: PPO's clip at 1 - 0.2
+        "topr": -adv * torch.where(abar < 0, torch.exp(log_w.clamp(max=10.0)).clamp(0.0, 1.0), 1.0),  # row sign
     }
 
 
-SG = ("cispo", "vespo", "dppo_tv", "dppo_kl", "gspo_token")
+SG = ("cispo", "vespo", "dppo_tv", "dppo_kl", "gspo_token", "up", "topr")
 
 
 @pytest.mark.parametrize("name", [n for n in registered_names() if n not in SG])

@@ -17,7 +17,7 @@ from trl import GRPOConfig  # noqa: E402
 
 from benchctl.errors import BenchctlError  # noqa: E402
 from benchctl.estimators import get_estimator  # noqa: E402
-from benchctl.integrations.trl import STATE_FILE, BenchctlGRPOTrainer  # noqa: E402
+from benchctl.integrations.trl import STATE_FILE, BenchctlGRPOTrainer, trl_estimator  # noqa: E402
 from benchctl.models.testing import tiny_model_fixture  # noqa: E402
 
 tiny_model = tiny_model_fixture()
@@ -112,6 +112,7 @@ def test_benchctl_diagnostics_reach_trls_logs(trained):
     assert len(steps) == STEPS
     assert {"benchctl/acr", "benchctl/anchor"} <= set(steps[-1])
     assert steps[-1]["benchctl/anchor"] == pytest.approx(trainer.estimator.diagnostics()["anchor"])
+    assert steps[-1]["mechanism/ha_dw/acted"] == 1.0  # the anchor moved: logged as benchctl's trainer logs it
     assert list(trainer._logs["advantages"])[-PROMPTS * G :] == pytest.approx(trained[3][-1].tolist())
 
 
@@ -163,3 +164,9 @@ def test_prompt_ids_reach_a_history_aware_estimator(tiny_model, tmp_path):
     ids = trainer.estimator.state_dict()["state"]["ids"]
     hashes = {str(int(hashlib.sha1(f"{a}+{b}=".encode()).hexdigest()[:15], 16)) for a in range(4) for b in range(3)}
     assert len(ids) >= PROMPTS and set(ids) <= hashes
+
+
+def test_rl_zvp_needs_token_entropies_trl_does_not_pass_and_f_grpo_is_taken():
+    with pytest.raises(BenchctlError, match="per-token entropy"):
+        BenchctlGRPOTrainer(model="unused", estimator="rl_zvp")
+    assert trl_estimator("f_grpo", {"gamma": 0.5}).params.gamma == 0.5

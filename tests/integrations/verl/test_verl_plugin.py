@@ -31,7 +31,8 @@ from benchctl.estimators import get_estimator, registered_names  # noqa: E402
 from benchctl.integrations import verl as plugin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-TOKEN_LEVEL = {"oar_g", "oar_p"}  # need per-token importance scores veRL does not pass
+# need per-token scores veRL does not pass (OAR's importance scores, RL-ZVP's entropies)
+TOKEN_LEVEL = {name for name in registered_names() if get_estimator(name).token_scores is not None}
 NEEDS_INPUTS = {"dbb", "codapo"}  # need prompt ids / log-probs veRL's compute_advantage does not pass
 SEQUENCE_LEVEL = [name for name in registered_names() if name not in TOKEN_LEVEL | NEEDS_INPUTS]
 
@@ -101,6 +102,7 @@ def test_verl_function_returns_benchctls_advantages_broadcast_over_the_mask_for_
     (est,) = plugin.SESSION.estimators.values()
     assert est.state_dict() == reference.state_dict()
     assert est.diagnostics() == reference.diagnostics()
+    assert list(plugin.SESSION.mechanisms().values()) == [reference.mechanisms()]  # mechanism/<name>/acted
 
 
 @pytest.mark.parametrize("name", ["ha_dw", "avspo"])
