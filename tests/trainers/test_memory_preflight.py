@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config  # noqa: F401 - imported once, at collection
 from typer.testing import CliRunner
 
 from benchctl.cli import app
@@ -24,8 +25,6 @@ SMOLLM2 = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, nu
 
 
 def _config_folder(tmp_path, name, shape, llama=False):
-    from transformers import LlamaConfig, Qwen2Config
-
     folder = tmp_path / name
     (LlamaConfig if llama else Qwen2Config)(**shape, dtype="bfloat16").save_pretrained(folder)
     return str(folder)
