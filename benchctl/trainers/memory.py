@@ -60,9 +60,13 @@ def model_shape(path: str) -> Shape:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(path)
-    with torch.device("meta"):
-        params = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    try:
+        config = AutoConfig.from_pretrained(path)
+        with torch.device("meta"):
+            params = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    except (OSError, ValueError, KeyError) as exc:  # no config, an architecture transformers does not know
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise BenchctlError(f"--model {path}: cannot read its config for the memory preflight: {first}") from None
     text = config.get_text_config()
     hidden = int(text.hidden_size)
     declared = getattr(config, "dtype", None) or torch.float32
@@ -97,7 +101,11 @@ def card_memory(device: str) -> tuple[float, float]:
     """(free, total) GiB of the CUDA device the policy will use, before anything of this run is on it."""
     import torch
 
-    free, total = torch.cuda.mem_get_info(torch.device(device))
+    try:
+        free, total = torch.cuda.mem_get_info(torch.device(device))
+    except (RuntimeError, AssertionError) as exc:  # no driver, no device, a CPU-only torch
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise BenchctlError(f"device={device!r}: no usable CUDA device ({first}); use --device cpu or auto") from None
     return free / GIB, total / GIB
 
 

@@ -110,3 +110,10 @@ def test_a_run_whose_micro_batch_was_chosen_for_its_card_is_not_stale_for_that_c
     assert first_difference(stored, now, ["micro_batch_tokens"]) is None
     asked = record(_plan(qwen, micro_batch_tokens=8192))
     assert first_difference(stored, asked, ["micro_batch_tokens"]) == ("micro_batch_tokens", 4096, 8192)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_device_cuda_without_a_cuda_device_is_refused_in_one_line(tmp_path):
+    qwen = _config_folder(tmp_path, "qwen-1.5b", QWEN)
+    with pytest.raises(BenchctlError, match=r"^device='cuda': no usable CUDA device \(.*\); use --device cpu or auto$"):
+        fit(_plan(qwen), qwen, "cuda")
