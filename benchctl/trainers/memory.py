@@ -137,9 +137,9 @@ def fit(plan, model_path: str, device: str):
     budget = cfg.micro_batch_tokens or _default_budget(peak, row, free)
     terms = peak(budget)
     if sum(terms.values()) > free:
-        fits = [b for b in BUDGETS if b >= row and sum(peak(b).values()) <= USABLE * free]
-        if cfg.micro_batch_tokens and fits:
-            fix = f"lower --micro-batch-tokens to {max(fits)}"
+        smaller = _default_budget(peak, row, free)
+        if cfg.micro_batch_tokens and sum(peak(smaller).values()) <= free:
+            fix = f"lower --micro-batch-tokens to {smaller}"
         else:
             fix = "lower --max-tokens" + (", set --kl-coef 0" if cfg.kl_coef > 0 else "") + ", or use a larger GPU"
         what = f"one micro-batch of {max(budget, row)} tokens" if cfg.micro_batch_tokens else f"one row of {row} tokens"

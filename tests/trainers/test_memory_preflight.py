@@ -117,3 +117,17 @@ def test_device_cuda_without_a_cuda_device_is_refused_in_one_line(tmp_path):
     qwen = _config_folder(tmp_path, "qwen-1.5b", QWEN)
     with pytest.raises(BenchctlError, match=r"^device='cuda': no usable CUDA device \(.*\); use --device cpu or auto$"):
         fit(_plan(qwen), qwen, "cuda")
+
+
+def test_a_resumed_run_keeps_the_micro_batch_chosen_for_its_card(tmp_path, card):
+    qwen = _config_folder(tmp_path, "qwen-1.5b", QWEN)
+    from benchctl.results.train_run import write_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    write_config(run, json.loads(json.dumps(record(fit(_plan(qwen), qwen, "cuda")), default=str)))
+    cfg = build_config(flag_values={"resume": str(run)})
+    assert (cfg.micro_batch_tokens, cfg.sources["micro_batch_tokens"]) == (4096, "derived")
+    card(free_gib=59.0, total_gib=59.4)  # resumed on a smaller card: kept (it fits), not chosen again
+    assert fit(_plan(qwen), qwen, "cuda").cfg.micro_batch_tokens == 2048  # what a fresh run would choose there
+    assert fit(resolve(cfg), qwen, "cuda").cfg.micro_batch_tokens == 4096
