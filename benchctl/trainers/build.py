@@ -190,6 +190,7 @@ def build(cfg: TrainConfig) -> Parts:
     """Load data, model and engine; create the run folder, or restore the run from its latest checkpoint."""
     from benchctl.engine import trainer_engine
     from benchctl.results.runs import resolve_model
+    from benchctl.trainers import memory
     from benchctl.trainers.device import resolve_device
     from benchctl.trainers.sync import build_probe, check_sync
     from benchctl.trainers.trackers import open_trackers
@@ -200,8 +201,9 @@ def build(cfg: TrainConfig) -> Parts:
     problems = task.load(cfg.data_dir)
     preflight(plan, task=task, problems=problems)  # refusals before the run folder is written
     model_ref = resolve_model(cfg.model)
-    folder = prepare_folder(plan, model_ref)
     device = resolve_device(cfg.device)
+    plan = memory.fit(plan, model_ref.path, device)  # on a GPU: micro_batch_tokens for the card, or a refusal
+    folder = prepare_folder(plan, model_ref)
     policy = build_policy(plan, model_ref.path, run_folder.checkpoint_weights(folder.path, folder.resume_step), device)
     engine = trainer_engine(model_ref.path, device, cfg.gpu_memory_utilization)
     sampler = build_sampler(plan, engine, task, problems)

@@ -37,16 +37,27 @@ def export_model(model, source: str, out: Path) -> None:
 
         AutoTokenizer.from_pretrained(source).save_pretrained(str(out))
     model.save_pretrained(str(out), safe_serialization=True)
-    _declare_source_dtype(src / "config.json", out / "config.json")
+    _declare_source_dtype(_source_config(source), out / "config.json")
 
 
-def _declare_source_dtype(source_config: Path, config: Path) -> None:
+def _source_config(source: str) -> Path | None:
+    """The source model's config.json: in its folder, or for a hub id the copy in the local hub cache (the policy
+    was loaded from there, so it is present; None when it is not, e.g. a cache cleared mid-run)."""
+    if Path(source).is_dir():
+        return Path(source) / "config.json"
+    from transformers.utils import cached_file
+
+    found = cached_file(source, "config.json", _raise_exceptions_for_missing_entries=False)
+    return Path(found) if found else None
+
+
+def _declare_source_dtype(source_config: Path | None, config: Path) -> None:
     """The exported config declares the source model's dtype (e.g. bfloat16 for Qwen2.5) while the weights stay the fp32
     master weights (docs/gpu.md#the-settings): a resume loads them with dtype=float32, exactly; `benchctl eval --model
-    RUN` and vLLM's dtype "auto" compute in the source's dtype, as they did on the initial model."""
-    import json
-
-    if not source_config.is_file():
+    RUN` and vLLM's dtype "auto" compute in the source's dtype, as they did on the initial model. A hub id's config
+    is read from the hub cache: before, only a local folder's was, and a run from `--model Qwen/...` exported a model
+    declaring float32, so its evaluation ran vLLM in fp32."""
+    if source_config is None or not source_config.is_file():
         return
     source = json.loads(source_config.read_text())
     want = source.get("dtype") or source.get("torch_dtype")

@@ -241,7 +241,8 @@ class TrainConfig:
     )
     micro_batch_tokens: int | None = _f(
         None,
-        "rows x padded width per forward/backward (token-budget micro-batches, chunked log-probs); None = off",
+        "rows x padded width per forward/backward (token-budget micro-batches, chunked log-probs); None -> on CUDA"
+        " chosen for the model and the card (docs/gpu.md#the-memory-preflight), on CPU off",
         RT,
         valid=POSITIVE,
     )
@@ -255,7 +256,8 @@ class TrainConfig:
     rollout_correction_high: float | None = _f(None, "rollout correction's upper ratio bound; None -> the mode's", LOSS)
     sync_check: float | None = _f(
         None,
-        "max probe log-prob gap (nats) after each weight sync; None -> 1e-3 (fp32), 0.25 (bf16); 0 = off",
+        "max probe log-prob gap (nats) after each weight sync (the weights are also read back and compared exactly);"
+        " None -> 1e-3 where engine and policy are fp32, else logged only; 0 = both checks off",
         RT,
         "free",
         valid=NON_NEGATIVE,

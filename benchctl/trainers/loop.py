@@ -70,6 +70,7 @@ def train(cfg: TrainConfig, display=None) -> TrainResult:
     from benchctl.trainers.display import NullDisplay
 
     folder, state, sampler, policy, loss, est, probe, trackers, plan = build(cfg)
+    cfg = plan.cfg  # as resolved for the device (trainers/memory.py: micro_batch_tokens chosen for the card)
     display = display if display is not None else NullDisplay()
     with trackers, stop_on_sigint(display) as stop, display:  # trackers closed at the end, on Ctrl-C and on errors
         if cfg.evaluates and state.step == 0:  # the starting point, for before/after comparisons

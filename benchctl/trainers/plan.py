@@ -56,6 +56,7 @@ class Plan:
     eval_ks: tuple[int, ...]  # the held-out pass@k values
     correction: RolloutCorrection  # the engine/trainer mismatch correction
     inert: tuple[str, ...]  # `key=value` of settings chosen for this run that cannot act in it (`_inert_settings`)
+    memory: dict | None = None  # on a GPU, the memory preflight's figures (`benchctl.trainers.memory.fit`), GiB
 
 
 def resolve(cfg: TrainConfig) -> Plan:
@@ -341,6 +342,7 @@ def record(plan: Plan, **run: Any) -> dict:
         "max_tokens_resolved": plan.max_tokens,
         "overlong_buffer_resolved": plan.overlong_buffer,
         "eval_task_resolved": plan.eval_task,
+        **({"memory_preflight": plan.memory} if plan.memory else {}),
         **run,
     }
     out.update({k: {"value": v, "source": "derived"} for k, v in derived.items()})
@@ -351,10 +353,14 @@ def first_difference(stored: dict, now: dict, keys) -> tuple[str, Any, Any] | No
     """(key, stored value, value now) of the first of `keys` whose resolved value differs between two records
     (`record`), else None. A setting with a resolved value (`RESOLVED`) is compared by it where the stored record
     holds one, so a run that took a default is judged by the value the default gave it then and gives now; a key the
-    stored record lacks (a run written before that setting or value was recorded) is not compared."""
+    stored record lacks (a run written before that setting or value was recorded) is not compared. A setting the stored
+    run chose for its machine (source 'derived': `micro_batch_tokens` chosen for the card by `memory.fit`) is compared
+    only when it is asked for now: the choice changes float rounding, not what is trained."""
     for key in keys:
         name = RESOLVED.get(key) if RESOLVED.get(key) in stored else key
         if name not in stored or name not in now:
+            continue
+        if stored[name].get("source") == "derived" and now[name].get("source", "default") == "default":
             continue
         have, want = _plain(stored[name].get("value")), _plain(now[name].get("value"))
         same = have == want or (_is_number(have) and _is_number(want) and math.isclose(have, want, rel_tol=1e-12))

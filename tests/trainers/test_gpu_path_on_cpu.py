@@ -17,7 +17,7 @@ from benchctl.trainers import build_config, train
 pytestmark = pytest.mark.vllm
 
 SMALL = {"prompts_per_step": 8, "group_size": 8, "steps": 2, "save_every": 0, "progress": False}
-BROKEN = "step 1: the engine does not sample with the policy's weights after the sync (probe log-prob gap"
+BROKEN = "step 1: the engine does not sample with the policy's weights after the sync (weights read back from vLLM: "
 
 
 def _run(tmp_path, name, **extra):
@@ -31,7 +31,7 @@ def test_a_sync_that_changes_nothing_stops_the_run_at_step_1_in_one_line(tiny_mo
     assert result.exit_code == 2, result.output
     # (vLLM's weight-loading bar of the reused engine may come first: CliRunner's stderr is not the terminal's)
     lines = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
-    assert len(lines) == 1 and BROKEN in lines[0] and "> threshold 0.001)" in lines[0], result.stderr
+    assert len(lines) == 1 and BROKEN in lines[0] and " values of " in lines[0] and " differ, first in " in lines[0]
     assert "Traceback" not in result.output
 
 
@@ -64,16 +64,16 @@ def test_micro_batches_give_the_one_batch_metrics(tiny_model, tmp_path):
 
 def test_bf16_autocast_trains_fp32_master_weights_and_passes_the_bf16_probe(tiny_model, tmp_path):
     from benchctl.trainers.build import build
-    from benchctl.trainers.sync import BF16_THRESHOLD
+    from benchctl.trainers.sync import LOGGED_ONLY
 
     parts = build(build_config(flag_values={**SMALL, "dtype": "bfloat16", "out": str(tmp_path / "bf16")}))
-    assert parts.policy.compute_dtype == torch.bfloat16 and parts.probe.threshold == BF16_THRESHOLD
+    assert parts.policy.compute_dtype == torch.bfloat16 and parts.probe.threshold == LOGGED_ONLY
     assert {p.dtype for p in parts.policy.model.parameters()} == {torch.float32}
     parts.trackers.close()
     result = _run(tmp_path, "bf16-run", dtype="bfloat16")
     fp32 = _run(tmp_path, "fp32-run")
     for row, ref in zip(result.metrics, fp32.metrics):
-        assert 1e-4 < row["sync/probe_gap"] < BF16_THRESHOLD  # bf16 rounding shows, below the threshold
+        assert 1e-4 < row["sync/probe_gap"] < 0.25  # bf16 rounding shows (logged; the weights are checked exactly)
         assert row["update/param_change"] > 0 and math.isfinite(row["loss/total"])
         assert row["logprob/engine_gap"] > ref["logprob/engine_gap"]  # the bf16 policy against the fp32 engine
 
