@@ -155,8 +155,7 @@ def train_step(
         **got.rollout_metrics(state),
         "optim/lr": policy.scheduler.get_last_lr()[0],
     }
-    row.update({f"time/{k}": v for k, v in times.items()})
-    row["time/step"] = time.perf_counter() - start
+    row.update({**{f"time/{k}": v for k, v in times.items()}, "time/step": time.perf_counter() - start})
     return state, row, got.rollout_table(step, seq_adv)
 
 
