@@ -32,9 +32,9 @@ def _state_value(name: str, key: str, value: Any) -> Any:
     """A JSON state value back as the dataclass expects it: numbers (or None), lists of numbers or of str (prompt
     ids, e.g. DBB's) as tuples."""
 
-    def number(v):
-        if v is None or isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+    def number(v, ids=False):
+        if v is None or (ids and isinstance(v, str)) or (isinstance(v, (int, float)) and not isinstance(v, bool)):
             return v
         raise BenchctlError(f"state for {name}: {key} must be a number or null; got {v!r}")
 
-    return tuple(number(v) for v in value) if isinstance(value, list) else number(value)
+    return tuple(number(v, ids=True) for v in value) if isinstance(value, list) else number(value)
