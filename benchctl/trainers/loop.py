@@ -104,8 +104,7 @@ def train_step(
     times, start, step = PhaseTimer(), time.perf_counter(), state.step + 1
     # ---- rollout + reward (DAPO dynamic sampling repeats both until enough groups are informative) ---------
     got = collect(sampler, step, state.data_pos, times, state.focus)  # focus: CoDaPO's re-rolled questions
-    # the engine sleeps from here to the sync (weights to CPU, KV cache freed): OAR's importance scoring and the
-    # update run beside no awake engine, and it wakes up also when they raise (a CUDA out-of-memory error)
+    # the engine sleeps from here to the sync (KV cache freed), and wakes up also when scoring or the update raises
     with sampler.engine.asleep(wake_timer=times("sync")):
         # ---- advantage ------------------------------------------------------------------------------------
         with times("advantage"):
