@@ -82,7 +82,7 @@ $(VERL_STAMP): pyproject.toml Makefile
 # runs only the failed cells again.
 DEMO     ?= results/demo
 BENCHCTL := $(VENV)/bin/benchctl
-.PHONY: lab claims
+.PHONY: lab claims claims-2026
 demo: venv
 	$(BENCHCTL) estimators
 	$(BENCHCTL) --no-progress matrix run examples/demo.yaml --results $(DEMO) --executor ray; status=$$?; \
@@ -99,6 +99,18 @@ claims: venv
 	  status=$$?; [ $$status -eq 1 ] || [ $$status -eq 0 ] || exit $$status; \
 	  $(BENCHCTL) report $(CLAIMS)/runs --baseline grpo --claims examples/claims/claims.yaml --out $(CLAIMS)/report \
 	  || exit $$?; echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"; exit $$status
+
+# The 2026 methods' claims (examples/claims/claims-2026.yaml) on the same testbed: testbed-2026.yaml (F-GRPO, RL-ZVP,
+# JSPO, DBB, CoDaPO; 24 new cells, its GRPO cells are `make claims`' own and skipped when present) and
+# testbed-offpolicy.yaml (UP and TOPR against ppo_clip at 4 mini-batches; 12 cells), into the same results folder,
+# then the report with those claims. About 65 min on 2 cores beside a finished `make claims` (estimated from its rate).
+claims-2026: venv
+	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-2026.yaml --results $(CLAIMS)/runs --executor ray; \
+	  s1=$$?; [ $$s1 -le 1 ] || exit $$s1; \
+	  $(BENCHCTL) --no-progress matrix run examples/claims/testbed-offpolicy.yaml --results $(CLAIMS)/runs --executor ray; \
+	  s2=$$?; [ $$s2 -le 1 ] || exit $$s2; \
+	  $(BENCHCTL) report $(CLAIMS)/runs --baseline grpo --claims examples/claims/claims-2026.yaml \
+	  --out $(CLAIMS)/report-2026 || exit $$?; echo "report: $(CLAIMS)/report-2026/report.html"; exit $$((s1 | s2))
 
 # The estimator lab (seconds to minutes, no model): the four simulation studies with tables, JSON and plots.
 lab: venv

@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from benchctl.errors import BenchctlError
+from benchctl.matrix.spec import read_matrix
 from benchctl.report.claims import EXCLUDED, Claim, evaluate_claims, log_ratio_interval, read_claims, verdict
 from benchctl.report.stats import crossed_log_ratio, crossed_variance, mean_squares, minimum_detectable_effect
 
@@ -375,3 +376,14 @@ def test_the_seed_jackknife_of_an_arm_not_swept_is_the_independent_seeds_varianc
     assert np.isclose(seed_jackknife(arm, base, none, "seed log ratios"), d.var(ddof=1) / 5)
     z = arm / arm.to_numpy().mean() - base / base.to_numpy().mean()  # the log ratio's linearisation: first order
     assert np.isclose(seed_jackknife(arm, base, none, "log ratio"), z.mean(axis=0).var(ddof=1) / 5, rtol=0.1)
+
+
+def test_the_2026_claims_name_arms_that_make_claims_2026_matrices_run_or_say_why_not():
+    claims_dir = Path(__file__).parents[2] / "examples" / "claims"
+    claims = read_claims(claims_dir / "claims-2026.yaml")
+    arms = set()
+    for name in ("testbed.yaml", "testbed-2026.yaml", "testbed-offpolicy.yaml"):
+        arms |= {cell.arm for cell in read_matrix(claims_dir / name).cells}
+    assert len(claims) == 10
+    for c in claims:
+        assert c.testbed or {c.arm, c.baseline} <= arms, (c.id, c.arm, c.baseline, sorted(arms))
