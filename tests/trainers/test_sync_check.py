@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from benchctl.engine import Engine
+from benchctl.engine.cache import mark_weights_replaced
 from benchctl.errors import BenchctlError
 from benchctl.trainers import build_config, train
 from benchctl.trainers.sync import _MERGED as MERGED
@@ -100,6 +101,7 @@ def test_weights_vllm_repacked_are_checked_by_the_fp32_probe(tiny_model, tmp_pat
                     param.data[: value.shape[0]].copy_(value)
 
         self.llm.apply_model(copy)
+        mark_weights_replaced(self._key)  # as the real sync: the next user of this LLM gets the checkpoint back
 
     monkeypatch.setattr(Engine, "load_weights", parameters_only)
     with pytest.raises(BenchctlError, match=BROKEN + r"probe log-prob gap [\d.e-]+ > threshold 0\.001\)"):
