@@ -1,7 +1,8 @@
 """`arith_words`: arithmetic facts and one- or two-step word problems in several phrasings, a real chat model's
 RL testbed with a spread of difficulty (issue 42 item 1).
 
-A problem is a canonical key, (family, operands): `Problem.question` is its text ("sum:3,5", "story_two:12,5,3"),
+A problem is a canonical key, (family, operands), with a <= b where a and b commute (3 + 5 and 5 + 3 are one
+question, asked either way round): `Problem.question` is its text ("sum:3,5", "story_two:5,12,3"),
 the gold its integer answer, `meta` its family (`level`) and phrasing. `prompt_text` renders it in one of the
 family's phrasings ("What is 3 plus 5?", "Add 3 and 5.", "Mia has 12 stickers. She gets 5 more, then gives away
 3. How many stickers does she have now?"), followed by `INSTRUCTION`; the phrasing (template, name, object) is
@@ -61,6 +62,11 @@ class Family:
     weight: int  # problems of this family in each cycle of 20
     phrasings: tuple[str, ...]  # str.format templates: {a} {b} {c} operands, {n} {p} {q} name/pronoun/possessive, {t}
     admits: Callable[..., bool] = lambda *ops: True
+    commutes: bool = False  # a and b commute: the key holds a <= b and a phrasing may ask them in either order
+
+    def keeps(self, ops: Sequence[int]) -> bool:
+        """Whether `ops` is a canonical key of the family (in its filter; a <= b when a and b commute)."""
+        return self.admits(*ops) and (not self.commutes or ops[0] <= ops[1])
 
 
 FAMILIES = (
@@ -81,6 +87,7 @@ FAMILIES = (
         lambda a, b: a + b,
         4,
         ("What is {a} + {b}?", "What is {a} plus {b}?", "Add {a} and {b}.", "What is the sum of {a} and {b}?"),
+        commutes=True,
     ),
     Family(
         "difference",
@@ -92,20 +99,22 @@ FAMILIES = (
     ),
     Family(
         "product",
-        ((2, 12), (2, 20)),
+        ((2, 15), (2, 15)),
         lambda a, b: a * b,
         2,
         ("What is {a} times {b}?", "Multiply {a} by {b}.", "What is the product of {a} and {b}?"),
+        commutes=True,
     ),
     Family(
         "story_add",
-        ((2, 30), (2, 30)),
+        ((2, 40), (2, 40)),
         lambda a, b: a + b,
         3,
         (
             "{n} has {a} {t}. {p} gets {b} more. How many {t} does {n} have now?",
             "There are {a} {t} in a box and {n} puts in {b} more. How many {t} are in the box?",
         ),
+        commutes=True,
     ),
     Family(
         "story_sub",
@@ -120,13 +129,14 @@ FAMILIES = (
     ),
     Family(
         "story_two",
-        ((2, 20), (2, 20), (1, 10)),
+        ((2, 25), (2, 25), (1, 10)),
         lambda a, b, c: a + b - c,
         3,
         (
             "{n} has {a} {t}. {p} gets {b} more, then gives away {c}. How many {t} does {n} have now?",
             "{n} had {a} {t}, bought {b} more and lost {c}. How many {t} does {n} have?",
         ),
+        commutes=True,
     ),
 )
 BY_NAME = {family.name: family for family in FAMILIES}
@@ -150,7 +160,7 @@ def split_keys(family_name: str, split: str) -> tuple[tuple[int, ...], ...]:
     """Operands of every question of `family_name` in `split`, in a fixed order."""
     family = BY_NAME[family_name]
     grid = product(*(range(low, high + 1) for low, high in family.ranges))
-    return tuple(ops for ops in grid if family.admits(*ops) and key_split(question_of(family, ops)) == split)
+    return tuple(ops for ops in grid if family.keeps(ops) and key_split(question_of(family, ops)) == split)
 
 
 def family_cycle() -> tuple[str, ...]:
@@ -195,7 +205,12 @@ def make_problems(config: ArithWordsConfig, count: int) -> list[Problem]:
         ops = keys[used[family.name] % len(keys)]
         used[family.name] += 1
         rng = random.Random(f"arith_words/{config.split}/{config.seed}/{index}/phrasing")
-        phrasing = (rng.randrange(len(family.phrasings)), rng.randrange(len(NAMES)), rng.randrange(len(THINGS)))
+        phrasing = (
+            rng.randrange(len(family.phrasings)),
+            rng.randrange(len(NAMES)),
+            rng.randrange(len(THINGS)),
+            family.commutes and rng.random() < 0.5,  # ask b before a
+        )
         meta = {"level": family.name, "phrasing": phrasing}
         problem_id = f"arith_words-{config.split}-{config.seed}-{index}"
         problems.append(Problem(problem_id, question_of(family, ops), str(family.answer(*ops)), meta))
@@ -206,8 +221,11 @@ def render_question(problem: Problem) -> str:
     """The problem in its phrasing, without the instruction."""
     family_name, operands = problem.question.split(":")
     family = BY_NAME[family_name]
-    template, who, thing = problem.meta.get("phrasing", (0, 0, 0))
-    ops = dict(zip("abc", (int(x) for x in operands.split(","))))
+    template, who, thing, swap = problem.meta.get("phrasing", (0, 0, 0, False))
+    values = [int(x) for x in operands.split(",")]
+    if swap:
+        values[0], values[1] = values[1], values[0]
+    ops = dict(zip("abc", values))
     name, pronoun, possessive = NAMES[who]
     return family.phrasings[template].format(**ops, n=name, p=pronoun, q=possessive, t=THINGS[thing])
 
