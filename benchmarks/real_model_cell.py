@@ -19,9 +19,9 @@ are the reader's to state: on a shared machine compare the arms' ratios, not the
 slows them alike): the trainer's own `loop.update` (forward, backward, AdamW) on one batch of P x G rows, the
 prompts arith_words' real chat prompts (with and without the template's system prompt), the completions fixed
 random tokens of 20-80 tokens (seeded; the cost does not depend on their values), advantages +-1 on every row.
-Printed per arm: median seconds, seconds per 1,000 trained tokens, the ratio to full+system, and the peak RSS
-growth during the arm's updates (VmHWM after `clear_refs` 5). The two full arms share one policy and its AdamW
-state; the LoRA arm has its own.
+Printed per arm: median seconds over the reps after the first (a warm-up), seconds per 1,000 trained tokens, the
+ratio to full+system, and the peak RSS growth during the arm's updates (VmHWM after `clear_refs` 5). The two full
+arms share one policy and its AdamW state; the LoRA arm has its own.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def update_only(reps: int, prompts: int, group: int) -> Table:
     for kind, flags in (("full", {"lr": 1e-5}), ("lora", {"lr": 1e-4, "lora_rank": 1})):
         plan = resolve(build_config(flag_values={"model": "smollm2-135m", "task": "arith_words", **flags}))
         plans[kind], policies[kind] = plan, build_policy(plan, model, None, "cpu")
-    arms = {"full+system": ("full", None), "full": ("full", ""), "lora-r1": ("lora", "")}
+    arms = {"full": ("full", ""), "lora-r1": ("lora", ""), "full+system": ("full", None)}
     batches = {name: _batch(policies[kind], system, prompts, group) for name, (kind, system) in arms.items()}
     seconds, peaks = {name: [] for name in arms}, {name: 0 for name in arms}
     for rep in range(reps):
@@ -111,12 +111,14 @@ def update_only(reps: int, prompts: int, group: int) -> Table:
             seconds[name].append(time.perf_counter() - start)
             peaks[name] = max(peaks[name], _peak() - before)
             Console(stderr=True).print(f"rep {rep} {name}: {seconds[name][-1]:.1f} s")
-    out = Table(title=f"update phase, smollm2-135m, {prompts} x G={group} rows, median of {reps} (interleaved)")
+    title = f"update phase, smollm2-135m, {prompts} x G={group} rows, median of reps 2-{reps} (interleaved)"
+    out = Table(title=title)
     for col in ("arm", "prompt tokens", "trained tokens", "update s", "s / 1k tokens", "ratio", "peak RSS growth"):
         out.add_column(col, justify="right")
-    base = statistics.median(seconds["full+system"])
+    timed = {name: values[1:] or values for name, values in seconds.items()}  # rep 0 warms up (AdamW state, caches)
+    base = statistics.median(timed["full+system"])
     for name, (batch, _adv) in batches.items():
-        med, tokens = statistics.median(seconds[name]), float(batch.mask.sum())
+        med, tokens = statistics.median(timed[name]), float(batch.mask.sum())
         out.add_row(name, str(batch.prompt_width), f"{tokens:.0f}", f"{med:.1f}", f"{1000 * med / tokens:.2f}",
                     f"{med / base:.2f}", f"{peaks[name] / 2**30:.2f} GiB")  # fmt: skip
     return out
