@@ -9,6 +9,7 @@ verdicts = task.grade([(problems[0], completion)])
 from benchctl.tasks import arith as _arith  # noqa: E402,F401
 from benchctl.tasks import arith_chat as _arith_chat  # noqa: E402,F401
 from benchctl.tasks import arith_mix as _arith_mix  # noqa: E402,F401
+from benchctl.tasks import arith_words as _arith_words  # noqa: E402,F401
 from benchctl.tasks import math_tasks as _math_tasks  # noqa: E402,F401
 from benchctl.tasks import mbpp as _mbpp  # noqa: E402,F401
 from benchctl.tasks.base import DATA_DIR_ENV, Problem, Task, get_task, list_tasks, register_task, task_class

@@ -232,16 +232,17 @@ def build_policy(plan: Plan, source: str, weights: Path | None, device: str) -> 
     from transformers import AutoTokenizer
 
     from benchctl.trainers.device import default_threads, resolve_compute_dtype
-    from benchctl.trainers.weights import load_policy, param_stride
+    from benchctl.trainers.weights import load_policy, load_trainable, lora_settings, param_stride
 
     cfg = plan.cfg
-    model = load_policy(str(weights or source), device, dtype=torch.float32)  # whatever the compute dtype
+    model = load_trainable(source, weights, device, lora_settings(cfg))  # fp32, whatever the compute dtype
     ref = None
     if cfg.kl_coef > 0:
         ref = load_policy(source, device, dtype=torch.float32).eval().requires_grad_(False)
+    trainable = [p for p in model.parameters() if p.requires_grad]  # all, or a LoRA policy's adapters
     # fused AdamW [our choice]: one kernel for all parameters; on CPU 5-6x faster than the per-parameter loop on a
     # 25M model (benchmarks/train_vs_trl.py, as TRL's default adamw_torch_fused), same update rule.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=plan.lr, weight_decay=cfg.weight_decay, fused=True)
+    optimizer = torch.optim.AdamW(trainable, lr=plan.lr, weight_decay=cfg.weight_decay, fused=True)
     warmup = max(1, cfg.warmup_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     tokenizer = AutoTokenizer.from_pretrained(source)

@@ -1,6 +1,7 @@
 """Checkpoints with everything an exact resume needs, written atomically (`benchctl.results.train_run`).
 
-step-N/model/       the policy as an HF folder (config, safetensors, tokenizer files), loadable by vLLM
+step-N/model/       the policy as an HF folder (config, safetensors, tokenizer files), loadable by vLLM; a LoRA
+                    policy's weights merged, and its adapters in step-N/model/adapter/ (peft's folder, for resume)
 step-N/trainer.pt   optimizer, scheduler and RNG states (torch, numpy, python)
 step-N/state.json   TrainState (step, data position, token and sample counters), estimator state; the metrics
                     rows are stored once, in RUN/train_metrics.parquet (`benchctl.trainers.run_folder`)
@@ -36,8 +37,21 @@ def export_model(model, source: str, out: Path) -> None:
         from transformers import AutoTokenizer
 
         AutoTokenizer.from_pretrained(source).save_pretrained(str(out))
-    model.save_pretrained(str(out), safe_serialization=True)
+    _save_weights(model, out)
     _declare_source_dtype(_source_config(source), out / "config.json")
+
+
+def _save_weights(model, out: Path) -> None:
+    """The weights into `out`; a LoRA policy: the merged weights (`weights.merged_state_dict`, what vLLM and
+    `benchctl eval` load) and its adapters as a peft folder in `out/adapter` (what a resume loads, exactly: the base
+    stays the source model's)."""
+    from benchctl.trainers.weights import ADAPTER_DIR, is_lora, merged_state_dict
+
+    if not is_lora(model):
+        model.save_pretrained(str(out), safe_serialization=True)
+        return
+    model.get_base_model().save_pretrained(str(out), state_dict=merged_state_dict(model), safe_serialization=True)
+    model.save_pretrained(str(out / ADAPTER_DIR), safe_serialization=True)
 
 
 def _source_config(source: str) -> Path | None:

@@ -118,6 +118,18 @@ class TrainConfig:
     )
     warmup_steps: int = _f(0, "linear learning-rate warm-up steps, then constant", OPT, valid=NON_NEGATIVE)
     weight_decay: float = _f(0.0, "AdamW weight decay", OPT, valid=NON_NEGATIVE)
+    lora_rank: int = _f(
+        0,
+        "LoRA: train rank-r adapters (peft) on a frozen base; the engine samples with them merged; 0 = full model",
+        OPT,
+        valid=NON_NEGATIVE,
+    )
+    lora_alpha: float = _f(32.0, "LoRA alpha: the adapters' scale is alpha / lora_rank", OPT, valid=OPEN_POSITIVE)
+    lora_targets: str = _f(
+        "all-linear",
+        "LoRA's modules: all-linear (every linear layer but the LM head) or a comma list (q_proj,v_proj)",
+        OPT,
+    )
     max_grad_norm: float = _f(1.0, "gradient clipping by global norm (0 = off)", OPT, valid=NON_NEGATIVE)
     loss_agg: str | None = _f(
         None, f"loss aggregation ({', '.join(LOSS_AGGS)}); None -> the estimator's default", LOSS, choices=LOSS_AGGS

@@ -73,6 +73,7 @@ def resolve(cfg: TrainConfig) -> Plan:
     eval_ks = _check_combinations(cfg, max_tokens, overlong_buffer)
     estimator = get_estimator(cfg.estimator, **dict(cfg.estimator_params))
     _check_estimator(cfg, estimator, overlong_buffer)
+    _check_lora(cfg)
     inert = tuple(_inert_settings(cfg, loss, estimator))
     return Plan(
         cfg=cfg,
@@ -251,6 +252,15 @@ def _check_estimator(cfg: TrainConfig, estimator: Estimator, overlong_buffer: in
 
 
 # ---- settings that cannot act -------------------------------------------------------------------------------
+
+
+def _check_lora(cfg: TrainConfig) -> None:
+    """LoRA adapters (`lora_rank` > 0) are trained by the native trainer only: the veRL launch does not pass them."""
+    if cfg.lora_rank and cfg.engine != "native":
+        raise BenchctlError(
+            f"--lora-rank {cfg.lora_rank} needs --engine native (the {cfg.engine} launch trains the full model); "
+            "use --engine native or --lora-rank 0"
+        )
 
 
 def _inert_settings(cfg: TrainConfig, loss: Loss, estimator: Estimator) -> list[str]:

@@ -18,6 +18,8 @@ ALL = [
     "arith_steps",
     "arith_steps_val",
     "arith_val",
+    "arith_words",
+    "arith_words_val",
     "gsm8k",
     "math500",
     "math_train",
