@@ -15,6 +15,7 @@ DEFAULT_PAIRS = {
     "arith_chat": "arith_chat",
     "arith_mix": "arith_mix",
     "arith_steps": "arith_steps",
+    "arith_words": "arith_words",
     "math_train": "math500",
 }
 
