@@ -3,7 +3,7 @@
 first N problems of arith_words' test split (every family among them), with the grader's verdict. The verdicts
 were then checked by hand (docs/real-model.md); the test grades the stored answers, so it never runs the model.
 
-    PYTHONPATH=$PWD python tests/data/make_arith_words_fixture.py 16 3
+    PYTHONPATH=$PWD python tests/data/make_arith_words_fixture.py 8 2
 """
 
 import json

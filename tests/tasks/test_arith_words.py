@@ -1,13 +1,19 @@
 """`arith_words`: splits by problem key (no question, and no re-wording of one, in two splits), size, phrasings,
-determinism, the answers' arithmetic, and the system turn."""
+determinism, and the grader on real SmolLM2-135M-Instruct answers (tests/data/arith_words_smollm2.jsonl)."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+
+import pytest
 
 from benchctl.tasks import get_task
 from benchctl.tasks.arith_words import FAMILIES, INSTRUCTION, split_keys
 from benchctl.tasks.overlap import check_held_out
+
+FIXTURE = Path(__file__).parents[1] / "data" / "arith_words_smollm2.jsonl"
 
 
 def _keys(split: str) -> set[str]:
@@ -84,3 +90,17 @@ def test_gold_answers_are_the_arithmetic_of_the_key():
     for problem in get_task("arith_words", split="validation", size=200).load():
         family, ops = problem.question.split(":")
         assert problem.gold == str(rules[family](*(int(x) for x in ops.split(",")))), problem
+
+
+def _fixture_rows() -> list[dict]:
+    return [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("row", _fixture_rows(), ids=lambda row: row["id"])
+def test_grader_verdicts_on_real_smollm2_answers_match_the_hand_checked_ones(row):
+    task = get_task("arith_words")
+    problem = task.load(limit=row["index"] + 1)[row["index"]]
+    assert problem.question == row["question"]
+    (verdict,) = task.grade([(problem, row["completion"])])
+    assert verdict.correct == row["correct"], (row["completion"], verdict)
+    assert verdict.extracted == row["extracted"]
