@@ -41,9 +41,10 @@ def next_focus(sampler, rewards: np.ndarray, seq_logprob: np.ndarray, positions:
 
 
 def tile(questions: list, repeat: int, size: int) -> tuple:
-    """Each question `repeat` times in order, cycling through them until `size` entries (the code's refill loop)."""
+    """Each question `repeat` times in order, cycling through them until `size` entries (the code's refill loop);
+    () for no question (a value that is NaN selects none), never a loop without end."""
     out: list = []
-    while len(out) < size:
+    while questions and len(out) < size:
         for question in questions:
             out.extend([question] * min(repeat, size - len(out)))
             if len(out) == size:

@@ -112,3 +112,7 @@ def test_a_run_rerolls_the_top_questions_every_second_step_and_resumes_bit_exact
     before = ds.dataset(whole / "rollouts").to_table().to_pandas()
     key = ["step", "group", "sample"]
     assert before.sort_values(key).completion.tolist() == again.sort_values(key).completion.tolist()
+
+
+def test_no_selected_question_gives_a_normal_step_instead_of_an_endless_refill():
+    assert tile([], 4, 64) == ()
