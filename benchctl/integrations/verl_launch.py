@@ -202,12 +202,16 @@ def write_dataset(path: Path, rows: list[dict]) -> None:
 
 
 def task_data(cfg) -> tuple[list[dict], list[dict]]:
-    """(train rows, val rows): the training task's train split; validation on `eval_task` or the task's default
-    (test) split, first `eval_limit` problems (a task file without eval_task: its own first problems)."""
+    """(train rows, val rows): the training task's train split (its `train_pool`, as the native trainer's); validation
+    on `eval_task` or the task's default (test) split, first `eval_limit` problems (a task file without eval_task:
+    its own first problems)."""
+    from benchctl.trainers.build import training_pool
+
     task, kind = _task(cfg.task, "train")
-    train = task.load(data_dir=cfg.data_dir)
+    every = task.load(data_dir=cfg.data_dir)
+    train = training_pool(every, cfg.train_pool, cfg.seed, cfg.task)
     if cfg.eval_task is None and kind == "file":
-        val_task, val_kind, val = task, kind, train[: cfg.eval_limit]
+        val_task, val_kind, val = task, kind, every[: cfg.eval_limit]
     else:
         val_task, val_kind = _task(cfg.eval_task or cfg.task, None)
         val = val_task.load(data_dir=cfg.data_dir, limit=cfg.eval_limit)

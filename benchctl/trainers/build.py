@@ -8,7 +8,7 @@
 
 plus the estimator (`est.advantages`, the one registry call) and the sync probe. Every value derived from the
 settings comes from the run's `Plan` (`benchctl.trainers.plan.resolve`, the first thing `build` does). `build` also
-holds the refusals made before any file is written (`preflight`) and the seeded data order (`draw`).
+holds the refusals made before any file is written (`preflight`) and the seeded data order (`training_pool`, `draw`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Sampler:
 
     engine: Engine  # in-process vLLM
     task: Task  # render, grade
-    problems: list
+    problems: list  # the problems trained on (`training_pool`: all, or the run's `train_pool`)
     sampling: SamplingConfig  # n = G, temperature, top_p, max_tokens, seed, logprobs
     seed: int  # the data order's seed
     prompts_per_step: int
@@ -122,12 +122,16 @@ def preflight(plan: Plan, eval_tasks=(), eval_limit: int | None = None, *, task=
       (`shows_work` False, e.g. arith): it would equal its base estimator exactly;
     * an evaluation task sharing questions with the training task, unless `allow_overlap`: the run's own
       held-out task (`Plan.eval_task`, first `eval_limit` problems) and `eval_tasks` (first `eval_limit`; the
-      matrix's final evaluation). `task`/`problems`: the training task and problems when already loaded."""
+      matrix's final evaluation);
+    * a `train_pool` larger than the training task.
+    `task`/`problems`: the training task and the problems trained on (its `training_pool`) when already loaded."""
     from benchctl.tasks.overlap import check_held_out, questions
     from benchctl.trainers.scores import ANSWER_SPAN
 
     cfg, estimator = plan.cfg, plan.estimator
     task = task if task is not None else train_task(cfg.task)
+    if problems is None and cfg.train_pool is not None:  # a pool larger than the task is refused here
+        problems = training_pool(task.load(cfg.data_dir), cfg.train_pool, cfg.seed, cfg.task)
     if estimator.token_scores in ANSWER_SPAN and not task.shows_work:
         raise BenchctlError(
             f"{estimator.label} reshapes the reasoning tokens before the answer, but {cfg.task!r} completions are "
@@ -156,9 +160,24 @@ def _order(seed: int, epoch: int, n: int) -> np.ndarray:
 
 
 def draw(problems: list, seed: int, position: int):
-    """Problem at `position` of the data order: one seeded permutation per pass over the problems."""
+    """Problem at `position` of the data order: one seeded permutation per pass over the problems (an epoch)."""
     epoch, index = divmod(position, len(problems))
     return problems[int(_order(seed, epoch, len(problems))[index])]
+
+
+def training_pool(problems: list, size: int | None, seed: int, task: str = "the task") -> list:
+    """The problems a run trains on (`--train-pool N`): all (None), or the N that the run's data order without a
+    pool draws first (the first N of its seeded epoch-0 permutation), in the task's order. `draw` then cycles
+    through them in epochs, a new seeded permutation each, so every prompt comes back once an epoch (DBB's
+    per-prompt history, arXiv:2603.18444, trains 4 epochs). BenchctlError when N exceeds the task's problems."""
+    if size is None:
+        return problems
+    if size > len(problems):
+        raise BenchctlError(
+            f"train_pool={size} exceeds the {len(problems)} training problems of {task}; valid: 1..{len(problems)},"
+            " or none for all"
+        )
+    return [problems[int(i)] for i in sorted(_order(seed, 0, len(problems))[:size])]
 
 
 def prepare_folder(plan: Plan, model_ref: ResolvedModel) -> RunFolder:
@@ -198,7 +217,7 @@ def build(cfg: TrainConfig) -> Parts:
 
     plan = resolve(cfg)
     task = train_task(cfg.task)
-    problems = task.load(cfg.data_dir)
+    problems = training_pool(task.load(cfg.data_dir), cfg.train_pool, cfg.seed, cfg.task)
     preflight(plan, task=task, problems=problems)  # refusals before the run folder is written
     model_ref = resolve_model(cfg.model)
     device = resolve_device(cfg.device)

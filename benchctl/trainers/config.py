@@ -95,6 +95,13 @@ class TrainConfig:
         owner="cell",
     )
     data_dir: str | None = _f(None, "local benchmark folder; None -> $BENCHCTL_DATA_DIR / hub", EXP)
+    train_pool: int | None = _f(
+        None,
+        "training prompts: a fixed subset of N of the task's training problems, drawn with the run's seed, trained in"
+        " epochs (a seeded permutation each); None = all",
+        EXP,
+        valid=POSITIVE,
+    )
     estimator: str = _f("grpo", "advantage estimator (benchctl estimators)", EXP, owner="cell")
     estimator_params: Mapping[str, Any] = _f(
         None, "estimator hyperparameters (--set key=value; base=NAME)", EXP, owner="cell", flags=("--set",)
