@@ -125,3 +125,13 @@ def test_a_pooled_run_cycles_its_pool_dbb_acts_from_epoch_two_and_a_resume_is_ex
         assert rollouts.sort_values(key)[column].tolist() == again.sort_values(key)[column].tolist()
     shift = [pq.read_table(run / "train_metrics.parquet")["est/dbb_shift"].to_pylist() for run in (whole, part)]
     assert shift[0] == shift[1]  # the estimator's history is restored with the data position
+
+
+def test_the_verl_launch_writes_the_same_pool_as_its_training_data():
+    from benchctl.integrations.verl_launch import task_data
+
+    cfg = build_config(flag_values={"task": "arith", "train_pool": 40, "seed": 4})
+    train, _val = task_data(cfg)
+    want = {p.id for p in training_pool(train_task("arith").load(), 40, seed=4)}
+    ids = [row["extra_info"]["problem_id"] for row in train]
+    assert len(ids) == 40 and set(ids) == want
