@@ -5,6 +5,10 @@ with (alpha, beta) and X_i": we read it as GRPO's Eq. 2 with the posterior mean 
 std sqrt(Eq. 13) for sigma (normalise true), and as Dr.GRPO's X_i - E[p] (§5.4) with normalise false; eps, the
 order of rows that repeat a prompt within one batch (in batch order, each row updating the posterior before its
 advantage) and the fallback without prompt ids (row q of every batch is prompt q) are [our choice].
+
+The history acts only on a prompt visited before, so only across epochs (the paper: 4 epochs of DAPO-Math-17k). A run
+that draws fewer prompts than its task holds (the claims testbed: about 155 x 64 of arith_mix's 10,000) never
+revisits one and trains on the prior alone; `--train-pool N` (docs/training.md) makes it cycle N prompts in epochs.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ class DbbState:
     inputs=("prompt_ids",),
     min_group_size=1,
     acted=lambda m: m["dbb_history_frac"] > 0,
-    mechanism="a prompt of the batch carried a discounted posterior from an earlier visit",
+    mechanism="a prompt of the batch carried a discounted posterior from an earlier visit (prompts recur across "
+    "epochs: where a run draws fewer prompts than its task holds, none recurs; train on a pool, `--train-pool N`)",
 )
 def dbb(rewards: np.ndarray, params: DbbParams, state: DbbState | None, inputs: dict):
     """DBB: advantage against a per-prompt discounted Beta posterior over the success rate.
