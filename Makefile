@@ -101,9 +101,10 @@ claims: venv
 	  || exit $$?; echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"; exit $$status
 
 # The 2026 methods' claims (examples/claims/claims-2026.yaml) on the same testbed: testbed-2026.yaml (F-GRPO, RL-ZVP,
-# JSPO, DBB, CoDaPO; 24 new cells, its GRPO cells are `make claims`' own and skipped when present) and
-# testbed-offpolicy.yaml (UP and TOPR against ppo_clip at 4 mini-batches; 12 cells), into the same results folder,
-# then the report with those claims. About 65 min on 2 cores beside a finished `make claims` (estimated from its rate).
+# JSPO, CoDaPO, and DBB with its own GRPO baseline on a 2,500-prompt train_pool; 28 new cells, its GRPO cells are
+# `make claims`' own and skipped when present) and testbed-offpolicy.yaml (UP and TOPR against ppo_clip at 4
+# mini-batches; 12 cells), into the same results folder, then the report with those claims. About 72 min on 2 cores
+# beside a finished `make claims` (estimated from its rate).
 claims-2026: venv
 	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-2026.yaml --results $(CLAIMS)/runs --executor ray; \
 	  s1=$$?; [ $$s1 -le 1 ] || exit $$s1; \
