@@ -26,11 +26,11 @@ replaced by `estimator.advantages(rewards (P, G))`, then sliced to this process 
   trainer gives them (benchctl.trainers.scores.entropy_scores).  When TRL runs its old-policy forward in
   `_generate_and_score_completions` (vLLM with importance-sampling correction, TRL's default there, or generation
   and optimizer steps misaligned) its entropies are kept from that forward: no extra cost.  Otherwise one extra
-  no-grad forward of the completions: the cost of TRL's old-log-prob forward, about a third of the update's
-  forward + backward.  The advantages are then (N, T) token advantages, est.token_advantages(A, H, completion mask
-  x tool mask, degenerate) on the rows with A != 0 (0 elsewhere, as benchctl's trainer), which TRL's loss takes as
-  they are; the logged `advantages` stay the sequence ones.  Shaped share: `benchctl/zvp_shaped_frac` (this
-  process's rows).
+  no-grad forward of the completions: the cost of TRL's old-log-prob forward (0.38x the update's forward +
+  backward, benchmarks/trl_zvp_entropy.py).  The advantages are then (N, T) token advantages,
+  est.token_advantages(A, H, completion mask x tool mask, degenerate) on the rows with A != 0 (0 elsewhere, as
+  benchctl's trainer), which TRL's loss takes as they are; the logged `advantages` stay the sequence ones.  Shaped
+  share: `benchctl/zvp_shaped_frac` (this process's rows).
 - Logs: the estimator's diagnostics as `benchctl/<name>` in TRL's metrics (averaged per logging step).
 - Not available: OAR (`oar_g`, `oar_p`), which needs per-token importance scores TRL does not compute.
 """
