@@ -38,7 +38,10 @@ Turn on (veRL imports the module in every process that imports `verl`, the drive
   estimator is a `benchctl_*` one, at no extra forward, and the estimator takes them, checked against its
   response_mask (same shape, no token outside the mask they were computed under) and used once.  A trainer may pass
   `entropys=` (B, T) itself.  Missing: bypass mode (`algorithm.rollout_correction.bypass_mode=true`) skips that
-  forward, and veRL's v1 trainer (`trainer.use_v1=true`) does not call it: the error says so.  The advantages are
+  forward, and veRL 0.9.1's default v1 trainer (`trainer.use_v1=true`: v1/trainer_base.py `PPOTrainer`) is not
+  RayPPOTrainer: it writes `entropy` to its TransferQueue but its `_compute_advantage` reads only uid, masks,
+  scores, log-probs and values.  Set `trainer.use_v1=false` (`benchctl train --engine verl` does for rl_zvp); the
+  error says so.  The advantages are
   est.token_advantages(A, H, response_mask, degenerate) (B, T) on the rows with A != 0, 0 elsewhere.
 - Not available here: OAR (`oar_g`, `oar_p`) needs per-token importance scores from the policy, which
   veRL's estimator interface does not pass; its functions are registered and raise an error naming this.
