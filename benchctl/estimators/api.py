@@ -132,7 +132,8 @@ class Estimator:
             raise BenchctlError(f"scores must have the mask's shape {mask.shape}; got {s.shape}")
         rows = (seq, degenerate) if owner.spec.token_rows else ()  # RL-ZVP shapes by sign and degenerate group
         weights = owner.spec.token_weights(s, mask, owner.params, *rows)  # (N, T)
-        self._metrics = {**self._metrics, **token_weight_metrics(weights, mask)}  # this step's diagnostics
+        metrics = (owner.spec.token_metrics or token_weight_metrics)(weights, mask)  # this step's diagnostics
+        self._metrics = {**self._metrics, **metrics}
         return back(seq[:, None] * weights)  # (N, T)
 
     def _token_owner(self) -> Estimator | None:

@@ -30,6 +30,7 @@ class EstimatorSpec:
     token_weights: Callable | None = None  # (scores, mask, params) -> (N, T) weights; OAR only (contract.md §7)
     token_scores: str | None = None  # which importance scores the trainer must supply ("gradient", "perturbation")
     token_rows: bool = False  # token_weights also takes each row's sequence advantage and degenerate flag (RL-ZVP)
+    token_metrics: Callable | None = None  # (weights, mask) -> this step's token diagnostics; None: OAR's
     min_group_size: int = 2  # smallest G the advantage is defined (non-vacuous) for; 1 = no group statistics needed
     degenerate_only: bool = False  # acts only on degenerate groups (all rewards equal), e.g. AVSPO's augmentation
     acted: Callable | None = None  # metrics -> bool: its mechanism acted this step (`Estimator.mechanisms`)

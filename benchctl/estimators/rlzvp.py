@@ -5,7 +5,8 @@ outcome (all correct: reward, all wrong: penalty) and shapes it per token by the
 (detached): A_t = alpha H_t for all-correct groups, A_t = -alpha (max_k H_k - H_t) for all-wrong ones, max over the
 response's tokens. Sequence level, the advantage of a zero-variance group is +-alpha (entropy weight 1: what the lab
 and `replay`, which hold no token entropies, see); the trainer supplies the entropies (`token_scores="entropy"`,
-benchctl.trainers.scores) and `Estimator.token_advantages` multiplies: A_t = (+-alpha) x w_t.
+benchctl.trainers.scores), as do the TRL and veRL plug-ins (benchctl.integrations), and `Estimator.token_advantages`
+multiplies: A_t = (+-alpha) x w_t. The share of rows it shaped is `zvp_shaped_frac` (`est/zvp_shaped_frac`).
 
 Deviations from the paper: its equations were not recoverable here; the formula above is the one two independent
 ports agree on to the digit (NeMo-RL's RLZVPAdvantageEstimator test, a TRL bridge `entropy_guided_advantages` test,
@@ -49,11 +50,18 @@ def zvp_weights(scores: np.ndarray, mask: np.ndarray, params: RlzvpParams, seq_a
     return np.where(rows & (seq_adv[:, None] != 0) & mask, shaped, 1.0)
 
 
+def zvp_metrics(weights: np.ndarray, mask: np.ndarray) -> dict[str, float]:
+    """Registry hook: `zvp_shaped_frac`, the share of the rows given (N of them) whose token weights (N, T) are not all
+    1, i.e. entropy-shaped rows (logged `est/zvp_shaped_frac`, not OAR's `oar/reshaped_frac`)."""
+    return {"zvp_shaped_frac": float((np.abs(weights - 1.0) > 1e-9).any(axis=1).mean()) if len(weights) else 0.0}
+
+
 @register_estimator(
     "rl_zvp",
     kind="modifier",
     params=RlzvpParams,
     token_weights=zvp_weights,
+    token_metrics=zvp_metrics,
     token_scores="entropy",
     token_rows=True,
     degenerate_only=True,

@@ -21,6 +21,16 @@ replaced by `estimator.advantages(rewards (P, G))`, then sliced to this process 
 - Inputs (contract.md §1): prompt_ids = a hash of each prompt (DBB's per-prompt history), seq_logprob = the mean
   per-token log-prob of each completion when TRL computed one (vLLM's sampling log-probs, else the old policy's;
   CoDaPO's confidence), gathered from every process.
+- Token entropies (RL-ZVP, arXiv:2509.21880; `token_scores="entropy"`): the policy's entropy H_t at each sampled
+  completion token (TRL's fused LM head at the rollout temperature, no gradient), before the update, as benchctl's
+  trainer gives them (benchctl.trainers.scores.entropy_scores).  When TRL runs its old-policy forward in
+  `_generate_and_score_completions` (vLLM with importance-sampling correction, TRL's default there, or generation
+  and optimizer steps misaligned) its entropies are kept from that forward: no extra cost.  Otherwise one extra
+  no-grad forward of the completions: the cost of TRL's old-log-prob forward (0.38x the update's forward +
+  backward, benchmarks/trl_zvp_entropy.py).  The advantages are then (N, T) token advantages,
+  est.token_advantages(A, H, completion mask x tool mask, degenerate) on the rows with A != 0 (0 elsewhere, as
+  benchctl's trainer), which TRL's loss takes as they are; the logged `advantages` stay the sequence ones.  Shaped
+  share: `benchctl/zvp_shaped_frac` (this process's rows).
 - Logs: the estimator's diagnostics as `benchctl/<name>` in TRL's metrics (averaged per logging step).
 - Not available: OAR (`oar_g`, `oar_p`), which needs per-token importance scores TRL does not compute.
 """
@@ -35,12 +45,19 @@ from typing import Any
 
 import torch
 from trl import GRPOTrainer
+from trl.models.utils import disable_gradient_checkpointing
 
 from benchctl.errors import BenchctlError
 from benchctl.estimators import Estimator, get_estimator
+from benchctl.estimators._common import group_stats
 
 STATE_FILE = "benchctl_estimator.json"
 METRIC_PREFIX = "benchctl/"
+ENTROPY = "entropy"  # the one kind of per-token score TRL computes (its fused LM head's `entropy` output)
+FORWARD_KEYS = (  # what TRL's _compute_loss passes its policy forward besides the ids and masks
+    "pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes", "num_tiles",
+    "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids",
+)  # fmt: skip
 
 
 def trl_estimator(estimator: str | Estimator, params: dict | None) -> Estimator:
@@ -51,7 +68,7 @@ def trl_estimator(estimator: str | Estimator, params: dict | None) -> Estimator:
         est = estimator
     else:
         est = get_estimator(estimator, **(params or {}))
-    if est.token_scores is not None:
+    if est.token_scores not in (None, ENTROPY):
         raise BenchctlError(
             f"{est.name} needs per-token {est.token_scores} scores that TRL's GRPOTrainer does "
             "not compute; use benchctl's trainer"
@@ -73,14 +90,33 @@ class BenchctlGRPOTrainer(GRPOTrainer):
                 f"got {self.multi_objective_aggregation!r}"
             )
         self._benchctl_rewards: torch.Tensor | None = None
+        self._benchctl_entropies: torch.Tensor | None = None  # (N_local, T) kept from TRL's old-policy forward
+        self._benchctl_capture = False
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._benchctl_rewards = rewards_per_func  # (N_all, F), gathered from every process
         return rewards_per_func
 
+    def _get_per_token_logps_and_entropies(self, model, *args, compute_entropy=False, **kwargs):
+        """TRL's forward; while `_benchctl_capture` is on, the first no-grad policy forward of a generation batch
+        (TRL's old-policy log-probs, which it runs before the reference's) also keeps its entropies."""
+        keep = self._benchctl_capture and model is self.model and not torch.is_grad_enabled()
+        self._benchctl_capture &= not keep  # only the first one
+        logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+            model, *args, compute_entropy=compute_entropy or keep, **kwargs
+        )
+        if keep:
+            self._benchctl_entropies = entropies
+        return logps, entropies if compute_entropy else None, aux
+
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+        wants_entropy = self.estimator.token_scores == ENTROPY
+        self._benchctl_entropies, self._benchctl_capture = None, wants_entropy
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._benchctl_capture = False
         mode = "train" if self.model.training else "eval"
         group = self.num_generations if mode == "train" else self.num_generations_eval
         est = self.estimator if mode == "train" else copy.deepcopy(self.estimator)
@@ -89,13 +125,48 @@ class BenchctlGRPOTrainer(GRPOTrainer):
         adv = est.advantages(rewards.view(-1, group), **inputs).reshape(-1)  # (P, G) -> (N_all,)
         local = output["advantages"].shape[0]
         start = self.accelerator.process_index * local
-        output["advantages"] = adv[start : start + local].to(output["advantages"].dtype)
+        mine = adv[start : start + local]  # (N_local,)
+        if wants_entropy:
+            degenerate = group_stats(rewards.view(-1, group).double().cpu().numpy()).degenerate  # (P,)
+            flags = torch.as_tensor(degenerate).repeat_interleave(group)[start : start + local]  # (N_local,)
+            mine = self._token_advantages(est, mine, output, flags, mode)  # (N_local, T)
+        output["advantages"] = mine.to(output["advantages"].dtype)
         self._replace_logged_advantages(adv)
         for key, value in est.diagnostics().items():
             self._metrics[mode][METRIC_PREFIX + key].append(value)
         for name, acted in est.mechanisms().items():  # as benchctl's trainer logs them
             self._metrics[mode][f"mechanism/{name}/acted"].append(acted)
         return output
+
+    def _token_advantages(self, est: Estimator, adv: torch.Tensor, output: dict, degenerate, mode: str):
+        """A_t (N_local, T) of this process's rows: est.token_advantages of the rows with A != 0 (as benchctl's
+        trainer: a row with A = 0 has A_t = 0), from the policy's entropy at each completion token
+        (`completion_entropies`) over the completion mask (times TRL's tool mask: the policy did not sample tool
+        output)."""
+        mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output["completion_mask"]
+        entropies = self.completion_entropies(output, mode).detach()  # (N_local, T)
+        out = adv.new_zeros(mask.shape)  # (N_local, T)
+        rows = (adv != 0).nonzero().view(-1)  # (n,)
+        if rows.numel():
+            pick = rows.cpu().numpy()
+            out[rows] = est.token_advantages(adv[rows], entropies[rows], mask[rows].bool(), degenerate.numpy()[pick])
+        return out
+
+    def completion_entropies(self, output: dict, mode: str) -> torch.Tensor:
+        """The policy's entropy (N_local, T) at each completion token of `output`, at TRL's temperature, no gradient:
+        the ones TRL's old-policy forward computed in this generation batch when it ran one, else one forward as
+        TRL's `_compute_loss` runs it (same inputs, same fused head), without gradient."""
+        if self._benchctl_entropies is not None and "old_per_token_logps" in output:
+            return self._benchctl_entropies
+        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+        extra = {key: output.get(key) for key in FORWARD_KEYS}
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            _, entropies, _ = super()._get_per_token_logps_and_entropies(
+                self.model, ids, mask, output["completion_ids"].size(1), batch_size=size, compute_entropy=True, **extra
+            )
+        return entropies
 
     def _estimator_inputs(self, inputs, output, group: int) -> dict:
         """prompt_ids (P,) (a hash of each prompt) and, when TRL computed per-token log-probs, seq_logprob (P, G):

@@ -29,6 +29,20 @@ Turn on (veRL imports the module in every process that imports `verl`, the drive
 - Inputs (contract.md §1): `dbb` needs `prompt_ids=` (B,) stable prompt ids and `codapo` needs `old_log_probs=` /
   `log_probs=` (B, T); veRL's compute_advantage passes neither, so they run only under a trainer that does (CoDaPO's
   fork passes log_probs) and are refused otherwise with a line naming what is missing.
+- Token entropies (`rl_zvp`, arXiv:2509.21880; `token_scores="entropy"`): veRL 0.9.1's RayPPOTrainer computes the
+  policy's entropy at every response token in `_compute_old_log_prob` (`calculate_entropy=True` always, the rollout
+  temperature, no gradient, before the update: what benchctl's trainer gives rl_zvp), logs their mean as
+  `actor/entropy`, then `fit` drops them (`old_log_prob.batch.pop("entropys")`) before `compute_advantage`, which
+  passes an estimator only rewards, mask, uid and config; no config flag keeps them.  So importing this module also
+  wraps `RayPPOTrainer._compute_old_log_prob` to keep that batch's `entropys` (B, T) in `SESSION` when the
+  estimator is a `benchctl_*` one, at no extra forward, and the estimator takes them, checked against its
+  response_mask (same shape, no token outside the mask they were computed under) and used once.  A trainer may pass
+  `entropys=` (B, T) itself.  Missing: bypass mode (`algorithm.rollout_correction.bypass_mode=true`) skips that
+  forward, and veRL 0.9.1's default v1 trainer (`trainer.use_v1=true`: v1/trainer_base.py `PPOTrainer`) is not
+  RayPPOTrainer: it writes `entropy` to its TransferQueue but its `_compute_advantage` reads only uid, masks,
+  scores, log-probs and values.  Set `trainer.use_v1=false` (`benchctl train --engine verl` does for rl_zvp); the
+  error says so.  The advantages are
+  est.token_advantages(A, H, response_mask, degenerate) (B, T) on the rows with A != 0, 0 elsewhere.
 - Not available here: OAR (`oar_g`, `oar_p`) needs per-token importance scores from the policy, which
   veRL's estimator interface does not pass; its functions are registered and raise an error naming this.
 - Diagnostics: `SESSION.diagnostics()` and `SESSION.mechanisms()` (veRL's compute_advantage has no metrics return
@@ -50,10 +64,17 @@ import numpy as np
 
 from benchctl.errors import BenchctlError
 from benchctl.estimators import Estimator, get_estimator, registered_names
+from benchctl.estimators._common import group_stats
 
 PREFIX = "benchctl_"
 CONFIG_KEY = "benchctl"  # algorithm.benchctl.<hyperparameter>
 STATE_FILE = "benchctl_estimators.json"
+ENTROPY = "entropy"  # the per-token scores veRL computes: the actor's `entropys`
+MISSING_ENTROPIES = (
+    "{name} needs the policy's per-token entropies (entropys=, (B, T)), which veRL's compute_advantage does not pass;"
+    " this plug-in keeps those RayPPOTrainer._compute_old_log_prob computes, which this step did not run: set"
+    " algorithm.rollout_correction.bypass_mode=false and trainer.use_v1=false, or pass entropys= from your trainer"
+)
 
 
 class EstimatorSession:
@@ -62,6 +83,25 @@ class EstimatorSession:
     def __init__(self) -> None:
         self.estimators: dict[str, Estimator] = {}
         self.pending: dict[str, dict] = {}  # states loaded before their estimator was first called
+        self.entropies: tuple | None = None  # (entropys (B, T), response_mask (B, T)) of the last old-log-prob pass
+
+    def keep_entropies(self, entropies, response_mask) -> None:
+        """Keep a batch's per-token entropies (B, T) and the response mask they were computed under."""
+        self.entropies = (entropies, response_mask)
+
+    def take_entropies(self, name: str, response_mask):
+        """The kept entropies (B, T) for a batch with this response_mask, used once; BenchctlError when none were
+        kept or they belong to another batch (other shape, or a response token outside their mask)."""
+        kept, self.entropies = self.entropies, None
+        if kept is None:
+            raise BenchctlError(MISSING_ENTROPIES.format(name=PREFIX + name))
+        entropies, mask = kept
+        if tuple(entropies.shape) != tuple(response_mask.shape) or bool(((response_mask > 0) & ~(mask > 0)).any()):
+            raise BenchctlError(
+                f"{PREFIX}{name}: the kept per-token entropies {tuple(entropies.shape)} are not this batch's"
+                f" {tuple(response_mask.shape)}; pass entropys= from your trainer"
+            )
+        return entropies
 
     @staticmethod
     def key(name: str, params: dict) -> str:
@@ -116,6 +156,7 @@ class EstimatorSession:
     def reset(self) -> None:
         self.estimators.clear()
         self.pending.clear()
+        self.entropies = None
 
 
 SESSION = EstimatorSession()
@@ -167,7 +208,7 @@ def group_order(index: Any, batch: int) -> tuple[np.ndarray, int, int]:
 def compute_advantages(name: str, token_level_rewards, response_mask, index=None, config=None, **kwargs) -> tuple:
     """veRL's estimator call for benchctl estimator `name`; (B, T) tensors in, (advantages, returns) out."""
     est = SESSION.estimator(name, params_from_config(config))
-    if est.token_scores is not None:
+    if est.token_scores not in (None, ENTROPY):
         raise BenchctlError(
             f"{PREFIX}{name} needs per-token {est.token_scores} scores from the policy, which "
             "veRL's advantage-estimator interface does not pass; use benchctl's trainer"
@@ -176,11 +217,33 @@ def compute_advantages(name: str, token_level_rewards, response_mask, index=None
     order, p, g = group_order(index, scores.shape[0])
     rows = _as_index(order, scores)  # (P*G,)
     inputs = estimator_inputs(est, kwargs, rows, response_mask, p, g)
-    adv_pg = est.advantages(scores[rows].reshape(p, g), **inputs)  # (P, G), the dtype/device of the rewards
+    entropies = None
+    if est.token_scores == ENTROPY:  # before the estimator's step: a refusal leaves its state as it was
+        entropies = kwargs.get("entropys")
+        entropies = SESSION.take_entropies(name, response_mask) if entropies is None else entropies
+    grouped = scores[rows].reshape(p, g)  # (P, G)
+    adv_pg = est.advantages(grouped, **inputs)  # (P, G), the dtype/device of the rewards
     seq = scores.new_empty(scores.shape)  # (B,)
     seq[rows] = adv_pg.reshape(-1)
-    advantages = seq.unsqueeze(-1) * response_mask  # (B, T)
+    if entropies is None:
+        advantages = seq.unsqueeze(-1) * response_mask  # (B, T)
+        return advantages, advantages
+    degenerate = np.empty(scores.shape[0], dtype=bool)  # (B,) the row's group has all rewards equal
+    degenerate[order] = np.repeat(group_stats(grouped.detach().double().cpu().numpy()).degenerate, g)
+    advantages = token_advantages(est, seq, entropies, response_mask, degenerate)
     return advantages, advantages
+
+
+def token_advantages(est: Estimator, seq, entropies, response_mask, degenerate: np.ndarray):
+    """A_t (B, T) = est.token_advantages on the rows with A != 0 (A_t = 0 elsewhere, as benchctl's trainer leaves
+    them), masked by response_mask; seq (B,) sequence advantages, entropies (B, T), degenerate (B,) bool."""
+    out = seq.new_zeros(response_mask.shape)  # (B, T)
+    live = (seq != 0).nonzero().view(-1)  # (n,)
+    if live.numel():
+        mask = response_mask[live] > 0  # (n, T)
+        shaped = est.token_advantages(seq[live], entropies[live], mask, degenerate[live.cpu().numpy()])
+        out[live] = shaped.to(out.device)
+    return out * response_mask
 
 
 def estimator_inputs(est: Estimator, kwargs: dict, rows, response_mask, p: int, g: int) -> dict:
@@ -285,5 +348,31 @@ def checkpoint_folder(trainer_config: Any, global_steps: int) -> str | None:
     return os.path.abspath(folder)
 
 
+def patch_entropies(trainer_cls: type | None = None) -> bool:
+    """Make veRL's trainer keep each batch's per-token entropies for a benchctl estimator (`SESSION.keep_entropies`)
+    before its `fit` drops them; False when its trainer is missing."""
+    if trainer_cls is None:
+        try:
+            from verl.trainer.ppo.ray_trainer import RayPPOTrainer as trainer_cls
+        except ImportError:
+            return False
+    if getattr(trainer_cls._compute_old_log_prob, "_benchctl", False):
+        return True
+    compute = trainer_cls._compute_old_log_prob
+
+    @functools.wraps(compute)
+    def _compute_old_log_prob(self, batch, *args, **kwargs):
+        out = compute(self, batch, *args, **kwargs)
+        old = out[0] if isinstance(out, tuple) else out  # (old_log_prob, mfu) in 0.9.1
+        if str(self.config.algorithm.adv_estimator).startswith(PREFIX) and "entropys" in old.batch.keys():
+            SESSION.keep_entropies(old.batch["entropys"], batch.batch["response_mask"])
+        return out
+
+    _compute_old_log_prob._benchctl = True
+    trainer_cls._compute_old_log_prob = _compute_old_log_prob
+    return True
+
+
 register_all()
 patch_checkpoints()
+patch_entropies()

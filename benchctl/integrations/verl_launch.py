@@ -28,7 +28,8 @@ max_grad_norm -> actor.optim.clip_grad (0 = off -> inf; veRL 0.9.1's engine igno
 -> policy_loss gspo; epochs -> ppo_epochs; mini_batches -> ppo_mini_batch_size = P / mini_batches (prompts; veRL
 multiplies by rollout.n).  Not expressible in veRL's main_ppo and refused
 (`check_supported`): token_budget (veRL stops by steps), dynamic_sampling (DAPO's filter_groups lives in
-veRL's recipe folder, not main_ppo), loss_agg token-mean-nondegenerate, OAR (no token scores), --resume
+veRL's recipe folder, not main_ppo), loss_agg token-mean-nondegenerate, OAR (no token scores; RL-ZVP runs, with
+trainer.use_v1=false: its entropies come from RayPPOTrainer, benchctl.integrations.verl), --resume
 (rerun launch.sh: veRL resumes from RUN/verl/checkpoints itself), and the GPU-path settings (docs/gpu.md) not
 mapped to veRL's (dtype float32, micro_batch_tokens, rollout_correction, report_to, sync_check).
 """
@@ -102,7 +103,10 @@ def check_supported(plan) -> None:
             f"estimator {cfg.estimator}: veRL's compute_advantage passes no prompt ids or log-probs",
         ),
         (plan.loss_agg not in VERL_LOSS_AGGS, f"loss_agg {plan.loss_agg}: veRL has {VERL_LOSS_AGGS}"),
-        (est.token_scores is not None, f"estimator {cfg.estimator}: veRL passes no per-token importance scores"),
+        (
+            est.token_scores not in (None, "entropy"),
+            f"estimator {cfg.estimator}: veRL passes no per-token importance scores",
+        ),
         (cfg.prompts_per_step % cfg.mini_batches != 0, "mini_batches must divide prompts_per_step in veRL"),
         (cfg.resume is not None, "--resume: rerun RUN/verl/launch.sh, veRL resumes from its own checkpoints"),
         (cfg.eval_every_tokens > 0, "eval_every_tokens: veRL validates on a step cadence; set eval_every"),
@@ -286,6 +290,8 @@ def overrides(plan, model_path: str, n_train: int, max_prompt_length: int, name:
         **_rollout_settings(cfg),
         **_trainer_settings(cfg, n_train, name),
     }
+    if plan.estimator.token_scores == "entropy":  # RL-ZVP: the entropies the plug-in keeps from RayPPOTrainer's pass
+        settings["trainer.use_v1"] = False  # veRL 0.9.1's default v1 trainer does not pass them (docs/scale-out.md)
     params = dict(cfg.estimator_params)
     return estimator_overrides(cfg.estimator, params) + [f"{k}={_value(v)}" for k, v in settings.items()]
 

@@ -91,6 +91,16 @@ def test_settings_verl_cannot_reproduce_are_refused_in_one_line(extra, words, tm
     assert not (tmp_path / "run").exists()  # refused before any file is written
 
 
+def test_rl_zvp_on_verl_runs_veRLs_trainer_that_computes_the_entropies_it_needs(tmp_path, chat_model):
+    run = tmp_path / "run"
+    args = ["train", "--engine", "verl", "--model", str(chat_model), "--estimator", "rl_zvp", "--out", str(run)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    overrides = (run / "verl" / "overrides.txt").read_text().splitlines()
+    assert "algorithm.adv_estimator=benchctl_rl_zvp" in overrides
+    assert "trainer.use_v1=False" in overrides  # RayPPOTrainer: the plug-in keeps its old-log-prob entropies
+
+
 def test_a_model_without_chat_template_is_refused_for_verl(tmp_path):
     one_line_error(["train", "--engine", "verl", "--out", str(tmp_path / "r")], "no chat template")
     assert not (tmp_path / "r").exists()

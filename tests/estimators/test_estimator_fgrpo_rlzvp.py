@@ -114,6 +114,18 @@ def test_rl_zvp_token_advantages_are_the_formula_on_random_rows_and_keep_torch()
             assert math.isclose(float(got[i, j]), want, rel_tol=1e-12, abs_tol=1e-15)
 
 
+def test_rl_zvp_logs_its_shaped_share_under_its_own_name_not_oars():
+    from benchctl.trainers.metrics import estimator_metrics
+
+    est = get_estimator("rl_zvp")
+    est.advantages(np.array([[1.0, 1.0], [0.0, 1.0]]))
+    h = np.array([[0.5, 2.0], [1.0, 3.0], [0.2, 0.1], [0.4, 0.4]])  # (N, T)
+    est.token_advantages(np.array([0.1, 0.1, -0.5, 0.5]), h, np.ones((4, 2), dtype=bool), np.array([1, 1, 0, 0], bool))
+    row = estimator_metrics(est.diagnostics())
+    assert row["est/zvp_shaped_frac"] == 0.5  # the two rows of the all-correct group
+    assert not any(key.startswith("oar/") or key.endswith("reshaped_frac") for key in row)
+
+
 def test_rl_zvp_needs_entropies_and_degenerate_flags():
     est = get_estimator("rl_zvp")
     assert est.token_scores == "entropy"

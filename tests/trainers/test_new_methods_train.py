@@ -31,6 +31,8 @@ def test_a_new_method_trains_a_step_and_logs_whether_its_mechanism_acted(flags, 
     assert row[f"mechanism/{name}/acted"] in (0.0, 1.0)
     if name == "rl_zvp" and row["acr/all"] > 0:  # a zero-variance group got a signal, and its rows were trained
         assert row[f"mechanism/{name}/acted"] == 1.0 and row["update/rows_trained"] > 0
+        assert 0 < row["est/zvp_shaped_frac"] <= 1  # the entropies shaped them, logged under RL-ZVP's own name
+    assert not any(key.startswith("oar/") for key in row)  # OAR's metrics are OAR's alone
 
 
 @pytest.mark.slow

@@ -166,7 +166,8 @@ def test_prompt_ids_reach_a_history_aware_estimator(tiny_model, tmp_path):
     assert len(ids) >= PROMPTS and set(ids) <= hashes
 
 
-def test_rl_zvp_needs_token_entropies_trl_does_not_pass_and_f_grpo_is_taken():
-    with pytest.raises(BenchctlError, match="per-token entropy"):
-        BenchctlGRPOTrainer(model="unused", estimator="rl_zvp")
+def test_rl_zvp_takes_trls_entropies_and_f_grpo_is_taken():
+    assert (
+        trl_estimator("rl_zvp", {"alpha": 0.2}).token_scores == "entropy"
+    )  # tests/integrations/trl/test_trl_rl_zvp.py
     assert trl_estimator("f_grpo", {"gamma": 0.5}).params.gamma == 0.5

@@ -31,8 +31,10 @@ from benchctl.estimators import get_estimator, registered_names  # noqa: E402
 from benchctl.integrations import verl as plugin  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-# need per-token scores veRL does not pass (OAR's importance scores, RL-ZVP's entropies)
+# need per-token scores: OAR's importance scores, which veRL does not compute; RL-ZVP's entropies, which it does
+# (test_verl_rl_zvp.py)
 TOKEN_LEVEL = {name for name in registered_names() if get_estimator(name).token_scores is not None}
+IMPORTANCE = sorted(name for name in TOKEN_LEVEL if get_estimator(name).token_scores != "entropy")
 NEEDS_INPUTS = {"dbb", "codapo"}  # need prompt ids / log-probs veRL's compute_advantage does not pass
 SEQUENCE_LEVEL = [name for name in registered_names() if name not in TOKEN_LEVEL | NEEDS_INPUTS]
 
@@ -213,7 +215,7 @@ def test_a_missing_group_index_is_refused():
         call("grpo", torch.ones(4, 3), torch.ones(4, 3), None)
 
 
-@pytest.mark.parametrize("name", sorted(TOKEN_LEVEL))
+@pytest.mark.parametrize("name", IMPORTANCE)
 def test_oar_is_registered_but_says_veRL_passes_no_token_scores(name):
     _, _, token_rewards, mask, uids = verl_batch(np.random.default_rng(3), groups=2, size=4)
     with pytest.raises(BenchctlError, match="per-token"):
