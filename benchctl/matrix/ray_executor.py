@@ -23,12 +23,12 @@ Footprints. Tiny models: a Ray worker running one cell peaked at 1.9-2.0 GiB res
 x G=8, tiny-warm on arith_mix at 64 x 8, the 1 GiB KV cache included), plus a quarter: 2.5 GiB (`CPU_CELL_GIB`;
 `cells_that_fit`: 4.5 GiB available runs one tiny cell at a time, 7 GiB two, 9.5 GiB three). smollm2-135m: a
 `benchctl train` cell of 8 prompts x G=8, max_tokens 64 (the real-model matrix's rollout settings; 2 steps, the
-evaluations and a checkpoint included) peaked at 8.9 GiB resident (docs/real-model.md, "Cheaper cells"). About
+evaluations and a checkpoint included) peaked at 10.9 GiB resident (docs/real-model.md, "Cheaper cells"). About
 5 GiB of it is held whatever the batch (3.3 GiB with the engine and the policy before the first update, plus the
 fp32 gradient and AdamW's moments, 1.5 GiB); the rest is the update's full-vocabulary log-probs of every row at
-once, taken to grow linearly with P x G x max_tokens [our choice, from this one measurement]; plus a tenth: 9.8 GiB
-at those settings, so two such cells run side by side where 21.6 GiB is available (a quiet 24 GiB machine), one
-where less is.
+once, taken to grow linearly with P x G x max_tokens [our choice, from this one measurement]; plus a tenth: 12.0 GiB
+at those settings, so two such cells need 26 GiB available (on a 24 GiB machine they run one at a time), while two
+of 4 prompts x G=8 x 64 tokens (8.7 GiB each) run side by side where 19.5 GiB is.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ HEADROOM_GIB = 2.0  # left available beside the cells: the driver, Ray's own pro
 MODEL_CELL_GIB = {"tiny": CPU_CELL_GIB, "tiny-warm": CPU_CELL_GIB}  # models whose cell's footprint is one figure
 # smollm2-135m, measured (docstring): what a cell holds whatever its batch, and what its update adds per rollout slot
 SMOLLM2_FIXED_GIB = 5.0  # engine (weights, 1 GiB KV cache), fp32 policy, its gradient and AdamW's two moments
-SMOLLM2_SLOT_GIB = 3.9 / 4096  # the update's and log-probs' peak above it, per slot of P x G x max_tokens
+SMOLLM2_SLOT_GIB = 5.9 / 4096  # the update's and log-probs' peak above it, per slot of P x G x max_tokens
 FOOTPRINT_MARGIN = 1.1  # [our choice] one measurement: a tenth on top, and the live check of `may_start` beside it
 
 
