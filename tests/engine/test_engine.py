@@ -289,3 +289,41 @@ def thread_cpu_seconds() -> dict[int, float]:
             continue
         out[int(task.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime: proc(5) fields 14, 15
     return out
+
+
+def test_generation_runs_on_the_engines_threads_and_gives_the_caller_its_own_back(tiny_model, arith_prompts):
+    """Every forward of the engine's model (sampling, a stream stopped early, prompt_logprobs) sees the engine's
+    `threads` (3: neither the caller's 1 nor this machine's core count), and the caller's count is back after each
+    call and between a stream's items."""
+    from benchctl.models.testing import TEST_KV_CACHE_GIB
+
+    engine = Engine(tiny_model, kv_cache_gib=TEST_KV_CACHE_GIB, threads=3)  # the session's LLM, reused
+    seen: list[int] = []
+    hooks = engine.llm.apply_model(
+        lambda model: model.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    )
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        engine.generate(arith_prompts, SamplingConfig(n=2, max_tokens=4), progress=False)
+        assert torch.get_num_threads() == 1
+        stream = engine.generate_iter(arith_prompts, SamplingConfig(n=2, max_tokens=4), chunk_prompts=2)
+        next(stream)
+        assert torch.get_num_threads() == 1  # the caller's code between items runs on its own count
+        stream.close()
+        engine.prompt_logprobs(engine.tokenizer(arith_prompts[0])["input_ids"])
+        assert torch.get_num_threads() == 1
+    finally:
+        for hook in hooks:
+            hook.remove()
+        torch.set_num_threads(before)
+    assert seen and set(seen) == {3}
+
+
+def test_engine_threads_default_to_the_processs_cores_and_refuse_zero(tiny_model, monkeypatch):
+    from benchctl.models.testing import TEST_KV_CACHE_GIB
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")  # what Ray sets for a task with 5 CPUs
+    assert Engine(tiny_model, kv_cache_gib=TEST_KV_CACHE_GIB).threads == 5
+    with pytest.raises(BenchctlError, match="threads"):
+        Engine(tiny_model, kv_cache_gib=TEST_KV_CACHE_GIB, threads=0)
