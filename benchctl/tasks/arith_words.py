@@ -19,10 +19,11 @@ training prompt's.
 Families (`FAMILIES`: operand ranges, weight out of 20, phrasings) [our choice, measured on SmolLM2-135M-Instruct
 at T=1, docs/real-model.md#a-testbed-with-a-spread-of-difficulty-arith_words]: small operands throughout (two-
 and three-digit operands made the model ramble: 4.7% mean pass@1 in the first design): counting on and back by
-one below 100 and comparisons of numbers up to 20 (the prompts it mostly gets right), double and half, sums,
+one below 100 (the prompts it should mostly get right; no comparisons: "7 is bigger than 4." ends on the wrong
+integer for the last-integer grader), double and half, sums,
 differences and products of single digits (arith_chat's band), and word problems of one and two steps with
 numbers under 20, whose answers are often a short computation written out ("12 + 5 = 17, 17 - 3 = 14"); the
-two-step stories give the bulk of the 2,800 keys, the weights give the easy families most of the stream.
+two-step stories give the bulk of the 2,396 keys, the weights give the easy families most of the stream.
 
 No system prompt the chat template adds unasked [our choice]: `messages` opens with an empty system turn, since
 SmolLM2's template otherwise prepends its default one (16 tokens of "You are a helpful AI assistant named
@@ -45,7 +46,7 @@ from benchctl.tasks.arith import SPLITS, grade_integer
 from benchctl.tasks.arith_chat import ArithChatTask
 from benchctl.tasks.base import DEFAULT_TIMEOUT, Problem, register_task
 
-INSTRUCTION = "Put your final answer within \\boxed{}."
+INSTRUCTION = "Give your final answer as a number at the end."  # [our choice] no box to parrot (docs/real-model.md)
 NAMES = (
     ("Mia", "She", "her"),
     ("Tom", "He", "his"),
@@ -79,7 +80,7 @@ FAMILIES = (
         "next",
         ((0, 99),),
         lambda a: a + 1,
-        3,
+        4,
         ("What number comes right after {a}?", "What is one more than {a}?", "What comes after {a} when you count?"),
         fact=lambda a: ("add", 1, a, a + 1),
     ),
@@ -87,29 +88,9 @@ FAMILIES = (
         "before",
         ((1, 100),),
         lambda a: a - 1,
-        2,
+        3,
         ("What number comes right before {a}?", "What is one less than {a}?", "Count back by one from {a}."),
         fact=lambda a: ("add", 1, a - 1, a),
-    ),
-    Family(
-        "larger",
-        ((0, 20), (0, 20)),
-        max,
-        2,
-        ("Which is larger, {a} or {b}?", "Which number is bigger: {a} or {b}?"),
-        admits=lambda a, b: a != b,
-        commutes=True,
-        fact=lambda a, b: ("max", a, b),
-    ),
-    Family(
-        "smaller",
-        ((0, 20), (0, 20)),
-        min,
-        1,
-        ("Which is smaller, {a} or {b}?", "Which number is less: {a} or {b}?"),
-        admits=lambda a, b: a != b,
-        commutes=True,
-        fact=lambda a, b: ("min", a, b),
     ),
     Family(
         "double",
@@ -183,7 +164,7 @@ FAMILIES = (
         "story_two",
         ((1, 19), (1, 19), (1, 9)),
         lambda a, b, c: a + b - c,
-        1,
+        2,
         (
             "{n} has {a} {t}. {p} gets {b} more, then gives away {c}. How many {t} does {n} have now?",
             "{n} had {a} {t}, bought {b} more and lost {c}. How many {t} does {n} have?",
@@ -215,7 +196,7 @@ def fact_of(family: Family, operands: Sequence[int]) -> str:
     for half of 8, "add:1,7,8" for after 7, before 8 and 7 + 1. Sums and products are their numbers sorted (the
     largest is the result); a two-step story keeps its operands ("add_sub:5,12,3", a <= b)."""
     kind, *numbers = family.fact(*operands)
-    if kind in ("add", "mul", "max", "min"):
+    if kind in ("add", "mul"):
         numbers = sorted(numbers)
     return f"{kind}:{','.join(map(str, numbers))}"
 
@@ -248,6 +229,7 @@ class ArithWordsConfig:
     seed: int = field(default=0, metadata={"help": "seed of the question order and phrasings; problem i: (seed, i)"})
     split: str = field(default="test", metadata={"help": "'train', 'test' or 'validation': disjoint by key"})
     system_prompt: str | None = field(default="", metadata={"help": "system turn; None: the template's default"})
+    instruction: str = field(default=INSTRUCTION, metadata={"help": "text after each question"})
 
     def __post_init__(self) -> None:
         check_range("size", self.size, 1)
@@ -307,11 +289,16 @@ class ArithWordsTask(ArithChatTask):
     max_new_tokens = 96  # [our choice] two-step answers written out run past arith_chat's 64 (docs/real-model.md)
 
     def __init__(
-        self, size: int | None = None, seed: int = 0, split: str | None = None, system_prompt: str | None = ""
+        self,
+        size: int | None = None,
+        seed: int = 0,
+        split: str | None = None,
+        system_prompt: str | None = "",
+        instruction: str = INSTRUCTION,
     ):
         split = split or self.default_split
         size = size if size is not None else (TRAIN_SIZE if split == "train" else HELD_OUT_SIZE)
-        self.config = ArithWordsConfig(size, seed, split, system_prompt)
+        self.config = ArithWordsConfig(size, seed, split, system_prompt, instruction)
 
     def load(self, data_dir: Path | str | None = None, limit: int | None = None) -> list[Problem]:
         """Generate the problems (`data_dir` is ignored: nothing is read)."""
@@ -319,8 +306,8 @@ class ArithWordsTask(ArithChatTask):
         return make_problems(self.config, count)
 
     def prompt_text(self, problem: Problem) -> str:
-        """The question in its phrasing, then `INSTRUCTION`."""
-        return f"{render_question(problem)} {INSTRUCTION}"
+        """The question in its phrasing, then the instruction (`INSTRUCTION` unless configured)."""
+        return f"{render_question(problem)} {self.config.instruction}"
 
     def messages(self, problem: Problem) -> list[dict]:
         """The user turn, after an explicit system turn (`system_prompt`; None: none, the template's default)."""

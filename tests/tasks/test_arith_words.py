@@ -36,7 +36,7 @@ def test_splits_share_no_problem_key_nor_fact_and_hold_enough_questions():
     assert not facts[0] & facts[1] and not facts[0] & facts[2] and not facts[1] & facts[2]
 
 
-GROUPS = {"larger": "compare", "smaller": "compare", "product": "mul"}  # the others: sums (and story_two)
+GROUPS = {"product": "mul"}  # the others: sums (and story_two)
 
 
 def _signature(problem, text: str) -> tuple:
@@ -106,8 +106,6 @@ def test_gold_answers_are_the_arithmetic_of_the_key():
     rules = {
         "next": lambda a: a + 1,
         "before": lambda a: a - 1,
-        "larger": max,
-        "smaller": min,
         "double": lambda a: 2 * a,
         "half": lambda a: a / 2,
         "sum": lambda a, b: a + b,
