@@ -16,9 +16,18 @@ Regimes (differences D = arm - baseline, points are percentage points):
 * binomial: per-question logits (difficulty sd 1.5 around -0.5), arm x problem sd 0.3, seed sd 0.15 (both arms share
   nothing), run x problem sd 0.4; each cell's pass@1 is c / n of n Bernoulli samples; delta shifts the arm's
   probabilities additively (clipped to [0, 1]);
-* seed-heavy: the gaussian regime with seed sd 6: few pilot seeds estimate it badly.
+* seed-heavy: the gaussian regime with seed sd 6: few pilot seeds estimate it badly;
+* paired: paired sampling streams, as a seed's evaluation draws them in both arms: per-question logits (difficulty
+  sd 1.5 around -1.5), the baseline's seed sd 0.15 and run x problem sd 0.4, the arm = the baseline's logit + arm x
+  problem sd 0.2 + seed sd 0.15 + run x problem sd 0.4 (two similar policies); both arms' verdicts are u < rate
+  with the same uniforms u (common random numbers), so D's sampling variance per sample is |a - b| - (a - b)**2,
+  far below the arms' summed a(1 - a) + b(1 - b): MS_error / summed variance 0.2-0.35 at 3 x 100 x 8, as in the
+  tiny pilot (0.22 and 0.41; docs/report.md).
+  Its "oracle" row: the generator's exact components (seed and arm x problem from the shift sds through the
+  logistic slope, seed x problem and sampling from a 200-seed x 2,000-question draw of the true rates).
 
     PYTHONPATH=. .venv/bin/python benchmarks/design_simulation.py --reps 400
+    PYTHONPATH=. .venv/bin/python benchmarks/design_simulation.py --reps 200 --regimes paired
 """
 
 from __future__ import annotations
@@ -63,6 +72,47 @@ def binomial(rng, seeds, questions, samples, delta):
     a, b = rng.binomial(samples, pa) / samples, rng.binomial(samples, pb) / samples
     var = (a * (1 - a) + b * (1 - b)) / max(samples - 1, 1)
     return a - b, var, np.full(a.shape, float(samples))
+
+
+PAIRED_NULL = 0.0  # E[arm - baseline] of the paired regime's rates under the null (set in main)
+
+
+def paired_rates(rng, seeds, questions):
+    """(arm, baseline) true pass@1 rates (P, S) of the paired regime: similar policies, logistic."""
+    logit_b = (
+        rng.normal(-1.5, 1.5, questions)[:, None]
+        + rng.normal(0, 0.15, seeds)[None, :]
+        + rng.normal(0, 0.4, (questions, seeds))
+    )
+    arm_x, seed_x = rng.normal(0, 0.2, questions)[:, None], rng.normal(0, 0.15, seeds)[None, :]
+    shift = arm_x + seed_x + rng.normal(0, 0.4, logit_b.shape)  # (P, S)
+    return 1 / (1 + np.exp(-(logit_b + shift))), 1 / (1 + np.exp(-logit_b))
+
+
+def paired(rng, seeds, questions, samples, delta):
+    """(D, cell sampling variance a(1 - a) / (n - 1) of both arms, n) of the paired regime: one stream of uniforms
+    per seed and question, shared by the two arms."""
+    pa, pb = paired_rates(rng, seeds, questions)
+    shift = delta - PAIRED_NULL
+    pa = pa + shift * ((1 - pa) / (1 - pa).mean() if shift > 0 else pa / pa.mean())
+    u = rng.uniform(size=(questions, seeds, samples))  # (P, S, n): common random numbers
+    a, b = (u < pa[..., None]).mean(-1), (u < pb[..., None]).mean(-1)  # (P, S)
+    var = (a * (1 - a) + b * (1 - b)) / max(samples - 1, 1)
+    return a - b, var, np.full(a.shape, float(samples))
+
+
+def paired_truth() -> Components:
+    """The paired regime's components, from a large draw of its true rates (no sampling): seed and arm x problem
+    the variances of the rate difference's seed and problem means, seed x problem its double-centred residual,
+    sampling the mean of |a - b| - (a - b)**2.  Also sets PAIRED_NULL."""
+    global PAIRED_NULL
+    pa, pb = paired_rates(np.random.default_rng(97), 200, 2000)
+    d = pa - pb  # (P, S)
+    PAIRED_NULL = float(d.mean())
+    seed_m, prob_m = d.mean(axis=0), d.mean(axis=1)
+    resid = d - seed_m[None, :] - prob_m[:, None] + d.mean()
+    parts = (seed_m.var(ddof=1), prob_m.var(ddof=1), resid.var(), float((np.abs(d) - d**2).mean()))
+    return Components("a", "b", "t", 1, 3, 100, 8.0, 0.0, *(float(x) for x in parts))
 
 
 def components(gen, rng, seeds, questions, samples, bound=0.0) -> Components:
@@ -120,6 +170,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=400)
     parser.add_argument("--target", type=float, default=0.03, help="target mde (fraction)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--regimes", default="gaussian,binomial,seed-heavy,paired", help="comma list to run")
+    parser.add_argument("--pilots", default="3:0,5:0,10:0,3:0.75,5:0.75", help="pilot seeds:seed bound, comma list")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     print("| regime | pilot seeds | recommended (seeds x questions x samples) | predicted mde (median) | printed mde"
@@ -130,6 +182,7 @@ def main() -> None:
         "gaussian": Components("a", "b", "t", 1, 3, 100, 8.0, 0.0, 0.02**2, 0.06**2, 0.08**2, 0.45**2),
         "seed-heavy": Components("a", "b", "t", 1, 3, 100, 8.0, 0.0, 0.06**2, 0.06**2, 0.08**2, 0.45**2),
         "binomial": components(binomial, np.random.default_rng(99), 200, 2000, 8),
+        "paired": paired_truth(),
     }
     global BINOMIAL_NULL
     x = np.random.default_rng(98).normal(size=4_000_000)  # the logits' spread with and without arm x problem
@@ -137,11 +190,13 @@ def main() -> None:
         np.mean(1 / (1 + np.exp(0.5 - x * np.sqrt(1.5**2 + 0.3**2 + 0.15**2 + 0.4**2))))
         - np.mean(1 / (1 + np.exp(0.5 - x * np.sqrt(1.5**2 + 0.15**2 + 0.4**2))))
     )
-    for name, gen in (("gaussian", gaussian), ("binomial", binomial), ("seed-heavy", seed_heavy)):
+    gens = {"gaussian": gaussian, "binomial": binomial, "seed-heavy": seed_heavy, "paired": paired}
+    pilots = [(int(x.split(":")[0]), float(x.split(":")[1])) for x in args.pilots.split(",")]
+    for name in args.regimes.split(","):
         start = time.perf_counter()
-        print(row(name, gen, 3, args.reps, args.target, rng, oracle=truth[name]), flush=True)
-        for pilot_seeds, bound in ((3, 0.0), (5, 0.0), (10, 0.0), (3, 0.75), (5, 0.75)):
-            print(row(name, gen, pilot_seeds, args.reps, args.target, rng, bound=bound), flush=True)
+        print(row(name, gens[name], 3, args.reps, args.target, rng, oracle=truth[name]), flush=True)
+        for pilot_seeds, bound in pilots:
+            print(row(name, gens[name], pilot_seeds, args.reps, args.target, rng, bound=bound), flush=True)
         print(f"<!-- {name}: {time.perf_counter() - start:.0f} s -->", flush=True)
 
 

@@ -15,6 +15,17 @@ variance without bias, averaged over the cells [our choice: at k > 1 the unbiase
 sampling part stays in s2_interaction: more samples are not modelled].  Components are the ANOVA (method of moments)
 estimates, each clipped at 0.
 
+Paired sampling streams [our choice]: the two arms' sums assume their samples are independent, but a seed's
+evaluation draws its samples from the same random stream in both arms (same seed, same sampler seed), so two
+policies that still agree on a question often give the same verdict, and the sampling variance of a cell of D,
+Var_arm + Var_base - 2 Cov, can be far below the sum (pilot of tiny dr_grpo vs grpo: sum 0.029, MS_error 0.0063;
+the advisor predicted 15.7 points where the report printed 1.5).  The sampling part of a cell can never exceed
+MS_error, whose expectation contains it: where the averaged sum exceeds MS_error, the sampling component is scaled
+by MS_error / sum and s2_interaction is 0 (all of MS_error is sampling, shrinking with more samples as the sum
+would).  Where the sum is below MS_error, a covariance is not identified from one pilot and the sum is kept: the
+interaction is then underestimated by the unseen covariance, and designs with more samples are predicted
+optimistically (at the pilot's own samples the prediction is unaffected: s2_err is MS_error either way).
+
 Prediction [our choice, the point of the module]: for a design of S' seeds, P' questions and n' samples, the mean
 squares are set to their expectations under the pilot's components, and the prediction is what the report would
 print on a matrix with exactly those mean squares: `stats.crossed_estimate` (the report's variance, Satterthwaite
@@ -113,7 +124,8 @@ def components_of(
 ) -> tuple[float, ...]:
     """D (P, S), the variance of each cell's pass@1 from sampling (P, S; both arms: a(1 - a) / (n - 1) summed) and
     the samples per cell n (P, S), or None at k > 1 -> (seed, problem, interaction, sampling) method-of-moments
-    components, clipped at 0; sampling is per sample (a cell's sampling variance is sampling / n).  `seed_bound` >
+    components, clipped at 0; sampling is per sample (a cell's sampling variance is sampling / n), scaled down to
+    MS_error where the summed cell variances exceed it (paired sampling streams, module docstring).  `seed_bound` >
     0: MS_seed at its upper `seed_bound` confidence limit (chi-square, S - 1 df), the seed component a pilot of
     few seeds cannot rule out [our choice, the report's own guard on Satterthwaite's df: `stats.DF_SEED_BOUND`]."""
     n_prob, n_seed = diff.shape
@@ -121,11 +133,14 @@ def components_of(
     if seed_bound > 0:
         ms_seed = ms_seed * (n_seed - 1) / float(chi2.ppf(1 - seed_bound, n_seed - 1))
     in_cells = float(np.mean(cell_var)) if cell_var is not None else 0.0
+    sampling = float(np.mean(cell_var * n)) if cell_var is not None else 0.0
+    if in_cells > ms_err:  # paired sampling streams: the arms' summed variance overstates D's (module docstring)
+        sampling *= ms_err / in_cells
     return (
         max((ms_seed - ms_err) / n_prob, 0.0),
         max((ms_prob - ms_err) / n_seed, 0.0),
         max(ms_err - in_cells, 0.0),
-        float(np.mean(cell_var * n)) if cell_var is not None else 0.0,
+        sampling,
     )
 
 

@@ -99,6 +99,38 @@ def test_median_printed_mde_of_simulated_runs_is_within_15_percent_of_the_predic
     assert abs(np.median(printed) / predicted - 1) < 0.15
 
 
+def _draw_paired_streams(rng, seeds, questions, samples):
+    """Two arms' pass@1 on common random numbers (the same seed's sampling stream in both arms): a cell's verdicts are
+    u < rate with the same uniforms u for both arms -> (D (P, S), both arms' a(1 - a) / (n - 1) summed, n, truth).
+    The arm's rate is the baseline's plus a seed and an arm x problem shift; the truth: those shifts' variances (of
+    the ones drawn, ddof 1), no seed x problem, and per sample the variance of 1[u < a] - 1[u < b], |a - b| -
+    (a - b)**2, averaged over cells."""
+    base = rng.uniform(0.2, 0.6, questions)[:, None] + rng.normal(0, 0.05, seeds)[None, :]  # (P, S)
+    seed_shift, prob_shift = rng.normal(0, 0.01, seeds), rng.normal(0, 0.02, questions)  # (S,), (P,)
+    arm = base + seed_shift[None, :] + prob_shift[:, None]  # (P, S)
+    u = rng.uniform(size=(questions, seeds, samples))  # (P, S, n): one stream per seed and question, both arms
+    a, b = (u < arm[..., None]).mean(-1), (u < base[..., None]).mean(-1)  # (P, S)
+    cell_var = (a * (1 - a) + b * (1 - b)) / (samples - 1)
+    gap = np.abs(arm - base)
+    truth = (float(seed_shift.var(ddof=1)), float(prob_shift.var(ddof=1)), 0.0, float((gap - gap**2).mean()))
+    return a - b, cell_var, np.full(a.shape, float(samples)), truth
+
+
+def test_paired_sampling_streams_recover_the_sampling_component_and_the_pilots_own_mde():
+    d, cell_var, n, truth = _draw_paired_streams(np.random.default_rng(5), 4, 400, 16)
+    assert cell_var.mean() > 5 * mean_squares(d)[3]  # the arms' summed variance far above D's: the case at hand
+    seed, prob, inter, sampling = components_of(d, cell_var, n)
+    assert inter == 0.0
+    assert sampling == pytest.approx(truth[3], rel=0.15)
+    recovered = Components("a", "b", "t", 1, 4, 400, 16.0, 0.0, seed, prob, inter, sampling)
+    known = Components("a", "b", "t", 1, 4, 400, 16.0, 0.0, *truth)
+    for design in ((4, 400, 16.0), (10, 1000, 4.0)):
+        assert predicted_mde(recovered, *design, 0.025) == pytest.approx(predicted_mde(known, *design, 0.025), rel=0.15)
+    est = crossed_estimate(d, 0.95)
+    printed = minimum_detectable_effect(est.se, est.df, 0.025, POWER, est.seed_share, 3)
+    assert predicted_mde(recovered, 4, 400, 16.0, 0.025) == pytest.approx(printed, rel=0.15)
+
+
 # ---- the pilot: a matrix on disk ---------------------------------------------------------------------------------
 
 

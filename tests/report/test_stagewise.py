@@ -73,3 +73,34 @@ def test_a_claim_not_decided_yet_or_with_a_premise_is_not_adjusted():
     assert np.isnan(stagewise_estimate(undecided, _claim(), seeds, crit, 0.05)).all()
     decided = {"look": 2, "effect": 1.0, "low": 0.2, "high": 1.8, "seeds": 6}
     assert np.isnan(stagewise_estimate(decided, _claim(requires="x"), seeds, crit, 0.05)).all()
+
+
+def test_the_median_unbiased_root_by_bisection_is_the_grids_root():
+    from benchctl.report.stagewise import _solve, _solve_increasing, p_function
+
+    design = SequentialDesign((1, 2, 3, 4), 8)
+    seeds = tuple(len(s) for s in design.looks())
+    crit = t_boundary(seeds, 8)
+    for k, mean, sd, way in ((1, 1.2, 0.8, 1), (2, 0.3, 1.0, 0), (0, 1.5, 0.3, 1), (1, -1.0, 0.7, -1)):
+        observed = (k, mean, way)
+        g = lambda mu, o=observed, sd=sd: p_function(mu, sd, o, (seeds, crit), _claim()) - 0.5  # noqa: E731
+        se = sd / np.sqrt(seeds[k])
+        assert _solve_increasing(g, mean, se) == pytest.approx(_solve(g, mean, se), abs=2e-3 * se)
+
+
+def test_the_conditional_mean_of_a_first_look_stop_is_the_simulated_one():
+    """The bias-adjusted estimate's model: E[look-1 mean | the claim holds at look 1] at a known sd, against a direct
+    simulation of the design's first look (t interval on 3 df at the look's confidence)."""
+    from scipy import stats
+
+    from benchctl.report.stagewise import conditional_mean
+
+    design = SequentialDesign((1, 2, 3, 4), 8)
+    seeds = tuple(len(s) for s in design.looks())
+    x = np.random.default_rng(11).normal(1.0, 1.0, (400_000, 4))  # (M, 4): delta = sd = 1
+    mean, sd = x.mean(axis=1), x.std(axis=1, ddof=1)
+    half = stats.t.ppf(0.5 + design.confidences()[0] / 2, 3) * sd / 2
+    simulated = mean[mean - half > 0].mean()  # about 1.5: the inflation of a first-look stop
+    modelled = conditional_mean(1.0, 1.0, (0, 1), (seeds, t_boundary(seeds, 8)), _claim())
+    assert simulated > 1.4
+    assert modelled == pytest.approx(simulated, abs=0.03)
