@@ -75,6 +75,7 @@ def test_a_claim_not_decided_yet_or_with_a_premise_is_not_adjusted():
     assert np.isnan(stagewise_estimate(decided, _claim(requires="x"), seeds, crit, 0.05)).all()
 
 
+@pytest.mark.slow
 def test_the_median_unbiased_root_by_bisection_is_the_grids_root():
     from benchctl.report.stagewise import _solve, _solve_increasing, p_function
 
