@@ -103,8 +103,8 @@ claims: venv
 # The 2026 methods' claims (examples/claims/claims-2026.yaml) on the same testbed: testbed-2026.yaml (F-GRPO, RL-ZVP,
 # JSPO, CoDaPO, and DBB with its own GRPO baseline on a 2,500-prompt train_pool; 28 new cells, its GRPO cells are
 # `make claims`' own and skipped when present) and testbed-offpolicy.yaml (UP and TOPR against ppo_clip at 4
-# mini-batches; 12 cells), into the same results folder, then the report with those claims. About 72 min on 2 cores
-# beside a finished `make claims` (estimated from its rate).
+# mini-batches; 12 cells), into the same results folder, then the report with those claims. 59 min on the faster
+# 2-core EPYC beside a finished `make claims` (measured 28 Nov 2026, partly under load; verdicts: examples/claims/README.md).
 claims-2026: venv
 	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-2026.yaml --results $(CLAIMS)/runs --executor ray; \
 	  s1=$$?; [ $$s1 -le 1 ] || exit $$s1; \
