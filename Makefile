@@ -101,10 +101,11 @@ claims: venv
 	  || exit $$?; echo "report: $(CLAIMS)/report/report.html (claims: $(CLAIMS)/report/claims.parquet)"; exit $$status
 
 # The 2026 methods' claims (examples/claims/claims-2026.yaml) on the same testbed: testbed-2026.yaml (F-GRPO, RL-ZVP,
-# JSPO, CoDaPO, and DBB with its own GRPO baseline on a 2,500-prompt train_pool; 28 new cells, its GRPO cells are
+# JSPO, CoDaPO, and DBB and Dr.GRPO-DBB with their own baselines on a 2,500-prompt train_pool; 36 new cells, its GRPO cells are
 # `make claims`' own and skipped when present) and testbed-offpolicy.yaml (UP and TOPR against ppo_clip at 4
-# mini-batches; 12 cells), into the same results folder, then the report with those claims. 59 min on the faster
-# 2-core EPYC beside a finished `make claims` (measured 28 Nov 2026, partly under load; verdicts: examples/claims/README.md).
+# mini-batches; 12 cells), into the same results folder, then the report with those claims. About 68 min on the
+# faster 2-core EPYC beside a finished `make claims` (59 measured for 40 cells, 28 Nov 2026; verdicts:
+# examples/claims/README.md).
 claims-2026: venv
 	$(BENCHCTL) --no-progress matrix run examples/claims/testbed-2026.yaml --results $(CLAIMS)/runs --executor ray; \
 	  s1=$$?; [ $$s1 -le 1 ] || exit $$s1; \
