@@ -75,10 +75,7 @@ ENTROPY = "entropy"  # the per-token scores veRL computes: the actor's `entropys
 KEPT = {
     "entropys": ("the policy's per-token entropies (entropys=, (B, T))", "its `entropys`"),
     "old_log_probs": ("each response's token log-probs (old_log_probs= or log_probs=, (B, T))", "its `old_log_probs`"),
-    "prompt_ids": (
-        "a stable prompt id per response (prompt_ids=, (B,))",
-        "its batch's `index` (veRL's RLHFDataset: each row's extra_info.index)",
-    ),
+    "prompt_ids": ("a stable prompt id per response (prompt_ids=, (B,))", "each row's extra_info.index from its batch"),
 }
 MISSING = (
     "{name} needs {what}, which veRL's compute_advantage does not pass; this plug-in keeps {where} from"
@@ -300,14 +297,13 @@ def one_id_per_group(name: str, ids: np.ndarray, uids: np.ndarray) -> None:
 def estimator_inputs(name: str, given: dict, rows, response_mask, p: int, g: int) -> dict:
     """prompt_ids (P,) / seq_logprob (P, G) (contract.md §1) from the row-level inputs `given` (`row_inputs`):
     prompt_ids (B,) -> the id of each group's first row, old_log_probs (B, T) -> each response's mean token
-    log-prob."""
+    log-prob, in float64."""
     out = {}
     if "prompt_ids" in given:
         ids = np.asarray(given["prompt_ids"]).reshape(-1)[np.asarray(rows.cpu())].reshape(p, g)  # (P, G) grouped
         out["prompt_ids"] = ids[:, 0].tolist()
     if "old_log_probs" in given:
-        logp = given["old_log_probs"]
-        mask = response_mask.to(logp.dtype)  # (B, T)
+        logp, mask = given["old_log_probs"].double(), response_mask.double()  # (B, T): veRL's are float32
         mean = (logp * mask).sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)  # (B,) 0 for an empty response
         out["seq_logprob"] = mean[rows].reshape(p, g)
     return out
@@ -399,7 +395,8 @@ def checkpoint_folder(trainer_config: Any, global_steps: int) -> str | None:
 def patch_old_log_prob(trainer_cls: type | None = None) -> bool:
     """Make veRL's trainer keep, for a benchctl estimator, what its old-log-prob pass sees and gives that
     compute_advantage does not pass on (`SESSION.keep`): the batch's `entropys` (B, T), which `fit` drops next,
-    `old_log_probs` (B, T), the dataset's `index` (B,) as prompt ids, with the batch's response_mask and uids.
+    `old_log_probs` (B, T), each row's dataset index (B,) as prompt ids (`dataset_index`), with the batch's
+    response_mask and uids.
     False when its trainer is missing."""
 
     def keeping(compute):
@@ -409,12 +406,23 @@ def patch_old_log_prob(trainer_cls: type | None = None) -> bool:
             if str(self.config.algorithm.adv_estimator).startswith(PREFIX):
                 tensors, rows = old.batch.keys(), batch.non_tensor_batch
                 inputs = {key: old.batch[key] for key in ("entropys", "old_log_probs") if key in tensors}
-                SESSION.keep(batch.batch["response_mask"], rows.get("uid"), prompt_ids=rows.get("index"), **inputs)
+                SESSION.keep(batch.batch["response_mask"], rows.get("uid"), prompt_ids=dataset_index(rows), **inputs)
             return out
 
         return _compute_old_log_prob
 
     return _wrap(trainer_cls, "_compute_old_log_prob", keeping)
+
+
+def dataset_index(rows: dict):
+    """(B,) each row's dataset index from a veRL batch's non_tensor_batch: its `extra_info`'s "index" (kept by
+    `fit`, which moves the dataset's own `index` column into the generation batch), else an `index` column; None
+    when a row has neither (RLHFDataset would read 0 for it)."""
+    info = rows.get("extra_info")
+    if info is None:
+        return rows.get("index")
+    ids = [row.get("index") if isinstance(row, dict) else None for row in info]
+    return None if any(i is None for i in ids) else np.array(ids, dtype=object)
 
 
 register_all()
