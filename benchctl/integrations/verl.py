@@ -26,22 +26,28 @@ Turn on (veRL imports the module in every process that imports `verl`, the drive
   importing this module wraps `RayPPOTrainer._save_checkpoint` / `_load_checkpoint` to also write / read
   `global_step_N/benchctl_estimators.json` (`STATE_FILE`); `SESSION.save(dir)` / `SESSION.load(dir)` do
   the same for other trainers.
-- Inputs (contract.md §1): `dbb` needs `prompt_ids=` (B,) stable prompt ids and `codapo` needs `old_log_probs=` /
-  `log_probs=` (B, T); veRL's compute_advantage passes neither, so they run only under a trainer that does (CoDaPO's
-  fork passes log_probs) and are refused otherwise with a line naming what is missing.
-- Token entropies (`rl_zvp`, arXiv:2509.21880; `token_scores="entropy"`): veRL 0.9.1's RayPPOTrainer computes the
-  policy's entropy at every response token in `_compute_old_log_prob` (`calculate_entropy=True` always, the rollout
-  temperature, no gradient, before the update: what benchctl's trainer gives rl_zvp), logs their mean as
-  `actor/entropy`, then `fit` drops them (`old_log_prob.batch.pop("entropys")`) before `compute_advantage`, which
-  passes an estimator only rewards, mask, uid and config; no config flag keeps them.  So importing this module also
-  wraps `RayPPOTrainer._compute_old_log_prob` to keep that batch's `entropys` (B, T) in `SESSION` when the
-  estimator is a `benchctl_*` one, at no extra forward, and the estimator takes them, checked against its
-  response_mask (same shape, no token outside the mask they were computed under) and used once.  A trainer may pass
-  `entropys=` (B, T) itself.  Missing: bypass mode (`algorithm.rollout_correction.bypass_mode=true`) skips that
-  forward, and veRL 0.9.1's default v1 trainer (`trainer.use_v1=true`: v1/trainer_base.py `PPOTrainer`) is not
-  RayPPOTrainer: it writes `entropy` to its TransferQueue but its `_compute_advantage` reads only uid, masks,
-  scores, log-probs and values.  Set `trainer.use_v1=false` (`benchctl train --engine verl` does for rl_zvp); the
-  error says so.  The advantages are
+- Inputs veRL's compute_advantage does not pass (it gives an estimator only rewards, mask, uid and config): RL-ZVP's
+  per-token entropies (arXiv:2509.21880, `token_scores="entropy"`), DBB's stable prompt ids (arXiv:2603.18444,
+  contract.md §1 `prompt_ids`; veRL's uid is new every step) and CoDaPO's log-probs (arXiv:2606.07950,
+  `seq_logprob`).  veRL 0.9.1's RayPPOTrainer has them all in `_compute_old_log_prob(batch)`: the actor's forward
+  there (`calculate_entropy=True` always, the rollout temperature, no gradient, before the update) returns
+  `entropys` (logged as `actor/entropy`, then dropped by `fit`) and `old_log_probs` (B, T), and each row of `batch`
+  carries its dataset row's `extra_info` ({index: ...}, which veRL's RLHFDataset reads from the parquet; `fit`
+  moves the separate `index` column into the generation batch).  So importing this module wraps that method
+  (`patch_old_log_prob`) to keep, for a `benchctl_*` estimator, the batch's `entropys`, `old_log_probs`, each
+  row's extra_info.index (`dataset_index`) and its response_mask and uids in `SESSION`, at no extra forward.
+  `fit` runs `_balance_batch` before that pass and reorders nothing between it and compute_advantage, so the rows
+  are compute_advantage's; the estimator checks it: the kept uids must equal its index row for row, the (B, T)
+  ones match its response_mask's shape with no response token outside the mask they were computed under, the
+  prompt ids pair one to one with the uids (veRL's batch holds each dataset row once; RLHFDataset reads 0 for a
+  row without extra_info.index), and the capture is used by one call only.  A trainer may pass `entropys=`,
+  `prompt_ids=` (B,) or `old_log_probs=` / `log_probs=` (B, T) itself (CoDaPO's fork passes log_probs).  CoDaPO's
+  seq_logprob is the mean of `old_log_probs` over each response's tokens, in float64.  Missing: bypass mode
+  (`algorithm.rollout_correction.bypass_mode=true`) skips that forward, and veRL 0.9.1's default v1 trainer
+  (`trainer.use_v1=true`: v1/trainer_base.py `PPOTrainer`) is not RayPPOTrainer: it calls the same
+  compute_advantage, which passes none of them.  Set `trainer.use_v1=false` (`benchctl train --engine verl`
+  does for every estimator needing them, from its declared inputs and token_scores); without them the estimator
+  is refused in one line naming the keyword and both settings.  RL-ZVP's advantages are
   est.token_advantages(A, H, response_mask, degenerate) (B, T) on the rows with A != 0, 0 elsewhere.
 - Not available here: OAR (`oar_g`, `oar_p`) needs per-token importance scores from the policy, which
   veRL's estimator interface does not pass; its functions are registered and raise an error naming this.

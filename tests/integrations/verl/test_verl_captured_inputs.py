@@ -15,6 +15,7 @@ pytest.importorskip(
 
 import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
+
 # pytest puts this folder on sys.path (a `tests` package in veRL's venv shadows the repository's)
 from test_verl_rl_zvp import driver, driver_batch  # noqa: E402
 from verl.trainer.ppo import core_algos  # noqa: E402
