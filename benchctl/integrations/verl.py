@@ -81,11 +81,14 @@ ENTROPY = "entropy"  # the per-token scores veRL computes: the actor's `entropys
 KEPT = {
     "entropys": ("the policy's per-token entropies (entropys=, (B, T))", "its `entropys`"),
     "old_log_probs": ("each response's token log-probs (old_log_probs= or log_probs=, (B, T))", "its `old_log_probs`"),
-    "prompt_ids": ("a stable prompt id per response (prompt_ids=, (B,))", "each row's extra_info.index from its batch"),
+    "prompt_ids": (
+        "a stable prompt id per response (prompt_ids=, (B,))",
+        "each row's extra_info.index in its batch: write one per dataset row",
+    ),
 }
 MISSING = (
-    "{name} needs {what}, which veRL's compute_advantage does not pass; this plug-in keeps {where} from"
-    " RayPPOTrainer._compute_old_log_prob, which this step did not run or gave none: set"
+    "{name} needs {what}, which veRL's compute_advantage does not pass; this plug-in keeps them from"
+    " RayPPOTrainer._compute_old_log_prob ({where}), which this step did not run or which had none: set"
     " algorithm.rollout_correction.bypass_mode=false and trainer.use_v1=false, or pass {key}= from your trainer"
 )
 

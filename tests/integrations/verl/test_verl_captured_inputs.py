@@ -133,15 +133,6 @@ def test_inputs_kept_for_another_batch_or_row_order_are_refused():
     assert fn(**kwargs)[0].shape == mask.shape
 
 
-def test_the_driver_keeps_nothing_for_an_estimator_that_is_not_benchctls():
-    rng = np.random.default_rng(25)
-    rewards, _, perm, _, mask, uids, info = step_batch(rng, 0)
-    batch = driver_batch(rng, rewards, perm, mask, uids)
-    batch.non_tensor_batch["extra_info"] = info
-    driver("grpo")._compute_old_log_prob(batch)
-    assert plugin.SESSION.kept is None
-
-
 def test_each_verl_trainer_method_is_wrapped_once_however_often_the_plugin_patches():
     originals = {
         m: getattr(RayPPOTrainer, m) for m in ("_save_checkpoint", "_load_checkpoint", "_compute_old_log_prob")
