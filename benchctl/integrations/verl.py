@@ -26,22 +26,28 @@ Turn on (veRL imports the module in every process that imports `verl`, the drive
   importing this module wraps `RayPPOTrainer._save_checkpoint` / `_load_checkpoint` to also write / read
   `global_step_N/benchctl_estimators.json` (`STATE_FILE`); `SESSION.save(dir)` / `SESSION.load(dir)` do
   the same for other trainers.
-- Inputs (contract.md §1): `dbb` needs `prompt_ids=` (B,) stable prompt ids and `codapo` needs `old_log_probs=` /
-  `log_probs=` (B, T); veRL's compute_advantage passes neither, so they run only under a trainer that does (CoDaPO's
-  fork passes log_probs) and are refused otherwise with a line naming what is missing.
-- Token entropies (`rl_zvp`, arXiv:2509.21880; `token_scores="entropy"`): veRL 0.9.1's RayPPOTrainer computes the
-  policy's entropy at every response token in `_compute_old_log_prob` (`calculate_entropy=True` always, the rollout
-  temperature, no gradient, before the update: what benchctl's trainer gives rl_zvp), logs their mean as
-  `actor/entropy`, then `fit` drops them (`old_log_prob.batch.pop("entropys")`) before `compute_advantage`, which
-  passes an estimator only rewards, mask, uid and config; no config flag keeps them.  So importing this module also
-  wraps `RayPPOTrainer._compute_old_log_prob` to keep that batch's `entropys` (B, T) in `SESSION` when the
-  estimator is a `benchctl_*` one, at no extra forward, and the estimator takes them, checked against its
-  response_mask (same shape, no token outside the mask they were computed under) and used once.  A trainer may pass
-  `entropys=` (B, T) itself.  Missing: bypass mode (`algorithm.rollout_correction.bypass_mode=true`) skips that
-  forward, and veRL 0.9.1's default v1 trainer (`trainer.use_v1=true`: v1/trainer_base.py `PPOTrainer`) is not
-  RayPPOTrainer: it writes `entropy` to its TransferQueue but its `_compute_advantage` reads only uid, masks,
-  scores, log-probs and values.  Set `trainer.use_v1=false` (`benchctl train --engine verl` does for rl_zvp); the
-  error says so.  The advantages are
+- Inputs veRL's compute_advantage does not pass (it gives an estimator only rewards, mask, uid and config): RL-ZVP's
+  per-token entropies (arXiv:2509.21880, `token_scores="entropy"`), DBB's stable prompt ids (arXiv:2603.18444,
+  contract.md §1 `prompt_ids`; veRL's uid is new every step) and CoDaPO's log-probs (arXiv:2606.07950,
+  `seq_logprob`).  veRL 0.9.1's RayPPOTrainer has them all in `_compute_old_log_prob(batch)`: the actor's forward
+  there (`calculate_entropy=True` always, the rollout temperature, no gradient, before the update) returns
+  `entropys` (logged as `actor/entropy`, then dropped by `fit`) and `old_log_probs` (B, T), and each row of `batch`
+  carries its dataset row's `extra_info` ({index: ...}, which veRL's RLHFDataset reads from the parquet; `fit`
+  moves the separate `index` column into the generation batch).  So importing this module wraps that method
+  (`patch_old_log_prob`) to keep, for a `benchctl_*` estimator, the batch's `entropys`, `old_log_probs`, each
+  row's extra_info.index (`dataset_index`) and its response_mask and uids in `SESSION`, at no extra forward.
+  `fit` runs `_balance_batch` before that pass and reorders nothing between it and compute_advantage, so the rows
+  are compute_advantage's; the estimator checks it: the kept uids must equal its index row for row, the (B, T)
+  ones match its response_mask's shape with no response token outside the mask they were computed under, the
+  prompt ids pair one to one with the uids (veRL's batch holds each dataset row once; RLHFDataset reads 0 for a
+  row without extra_info.index), and the capture is used by one call only.  A trainer may pass `entropys=`,
+  `prompt_ids=` (B,) or `old_log_probs=` / `log_probs=` (B, T) itself (CoDaPO's fork passes log_probs).  CoDaPO's
+  seq_logprob is the mean of `old_log_probs` over each response's tokens, in float64.  Missing: bypass mode
+  (`algorithm.rollout_correction.bypass_mode=true`) skips that forward, and veRL 0.9.1's default v1 trainer
+  (`trainer.use_v1=true`: v1/trainer_base.py `PPOTrainer`) is not RayPPOTrainer: it calls the same
+  compute_advantage, which passes none of them.  Set `trainer.use_v1=false` (`benchctl train --engine verl`
+  does for every estimator needing them, from its declared inputs and token_scores); without them the estimator
+  is refused in one line naming the keyword and both settings.  RL-ZVP's advantages are
   est.token_advantages(A, H, response_mask, degenerate) (B, T) on the rows with A != 0, 0 elsewhere.
 - Not available here: OAR (`oar_g`, `oar_p`) needs per-token importance scores from the policy, which
   veRL's estimator interface does not pass; its functions are registered and raise an error naming this.
@@ -70,10 +76,20 @@ PREFIX = "benchctl_"
 CONFIG_KEY = "benchctl"  # algorithm.benchctl.<hyperparameter>
 STATE_FILE = "benchctl_estimators.json"
 ENTROPY = "entropy"  # the per-token scores veRL computes: the actor's `entropys`
-MISSING_ENTROPIES = (
-    "{name} needs the policy's per-token entropies (entropys=, (B, T)), which veRL's compute_advantage does not pass;"
-    " this plug-in keeps those RayPPOTrainer._compute_old_log_prob computes, which this step did not run: set"
-    " algorithm.rollout_correction.bypass_mode=false and trainer.use_v1=false, or pass entropys= from your trainer"
+# what the plug-in keeps from RayPPOTrainer._compute_old_log_prob, by the keyword a trainer may pass instead:
+# (what it is, where in that pass's batch it comes from)
+KEPT = {
+    "entropys": ("the policy's per-token entropies (entropys=, (B, T))", "its `entropys`"),
+    "old_log_probs": ("each response's token log-probs (old_log_probs= or log_probs=, (B, T))", "its `old_log_probs`"),
+    "prompt_ids": (
+        "a stable prompt id per response (prompt_ids=, (B,))",
+        "each row's extra_info.index in its batch: write one per dataset row",
+    ),
+}
+MISSING = (
+    "{name} needs {what}, which veRL's compute_advantage does not pass; this plug-in keeps them from"
+    " RayPPOTrainer._compute_old_log_prob ({where}), which this step did not run or which had none: set"
+    " algorithm.rollout_correction.bypass_mode=false and trainer.use_v1=false, or pass {key}= from your trainer"
 )
 
 
@@ -83,25 +99,17 @@ class EstimatorSession:
     def __init__(self) -> None:
         self.estimators: dict[str, Estimator] = {}
         self.pending: dict[str, dict] = {}  # states loaded before their estimator was first called
-        self.entropies: tuple | None = None  # (entropys (B, T), response_mask (B, T)) of the last old-log-prob pass
+        self.kept: dict | None = None  # the last old-log-prob pass: response_mask, uid and KEPT's inputs
 
-    def keep_entropies(self, entropies, response_mask) -> None:
-        """Keep a batch's per-token entropies (B, T) and the response mask they were computed under."""
-        self.entropies = (entropies, response_mask)
+    def keep(self, response_mask, uid=None, **inputs) -> None:
+        """Keep what a batch's old-log-prob pass gave: any of KEPT's inputs (entropys, old_log_probs (B, T),
+        prompt_ids (B,)), with the response_mask (B, T) and uids (B,) of the batch they belong to."""
+        self.kept = {"response_mask": response_mask, "uid": uid, **inputs}
 
-    def take_entropies(self, name: str, response_mask):
-        """The kept entropies (B, T) for a batch with this response_mask, used once; BenchctlError when none were
-        kept or they belong to another batch (other shape, or a response token outside their mask)."""
-        kept, self.entropies = self.entropies, None
-        if kept is None:
-            raise BenchctlError(MISSING_ENTROPIES.format(name=PREFIX + name))
-        entropies, mask = kept
-        if tuple(entropies.shape) != tuple(response_mask.shape) or bool(((response_mask > 0) & ~(mask > 0)).any()):
-            raise BenchctlError(
-                f"{PREFIX}{name}: the kept per-token entropies {tuple(entropies.shape)} are not this batch's"
-                f" {tuple(response_mask.shape)}; pass entropys= from your trainer"
-            )
-        return entropies
+    def take(self) -> dict:
+        """The kept inputs ({} when none), used once: never a later step's."""
+        kept, self.kept = self.kept, None
+        return kept or {}
 
     @staticmethod
     def key(name: str, params: dict) -> str:
@@ -156,7 +164,7 @@ class EstimatorSession:
     def reset(self) -> None:
         self.estimators.clear()
         self.pending.clear()
-        self.entropies = None
+        self.kept = None
 
 
 SESSION = EstimatorSession()
@@ -207,6 +215,7 @@ def group_order(index: Any, batch: int) -> tuple[np.ndarray, int, int]:
 
 def compute_advantages(name: str, token_level_rewards, response_mask, index=None, config=None, **kwargs) -> tuple:
     """veRL's estimator call for benchctl estimator `name`; (B, T) tensors in, (advantages, returns) out."""
+    kept = SESSION.take()  # this batch's old-log-prob pass: used by this call only, refused or not
     est = SESSION.estimator(name, params_from_config(config))
     if est.token_scores not in (None, ENTROPY):
         raise BenchctlError(
@@ -216,21 +225,18 @@ def compute_advantages(name: str, token_level_rewards, response_mask, index=None
     scores = token_level_rewards.sum(dim=-1)  # (B,) sequence rewards
     order, p, g = group_order(index, scores.shape[0])
     rows = _as_index(order, scores)  # (P*G,)
-    inputs = estimator_inputs(est, kwargs, rows, response_mask, p, g)
-    entropies = None
-    if est.token_scores == ENTROPY:  # before the estimator's step: a refusal leaves its state as it was
-        entropies = kwargs.get("entropys")
-        entropies = SESSION.take_entropies(name, response_mask) if entropies is None else entropies
+    given = {key: passed_or_kept(name, key, kwargs, kept, response_mask, index) for key in row_inputs(est)}
+    inputs = estimator_inputs(name, given, rows, response_mask, p, g)  # before the step: a refusal keeps the state
     grouped = scores[rows].reshape(p, g)  # (P, G)
     adv_pg = est.advantages(grouped, **inputs)  # (P, G), the dtype/device of the rewards
     seq = scores.new_empty(scores.shape)  # (B,)
     seq[rows] = adv_pg.reshape(-1)
-    if entropies is None:
+    if "entropys" not in given:
         advantages = seq.unsqueeze(-1) * response_mask  # (B, T)
         return advantages, advantages
     degenerate = np.empty(scores.shape[0], dtype=bool)  # (B,) the row's group has all rewards equal
     degenerate[order] = np.repeat(group_stats(grouped.detach().double().cpu().numpy()).degenerate, g)
-    advantages = token_advantages(est, seq, entropies, response_mask, degenerate)
+    advantages = token_advantages(est, seq, given["entropys"], response_mask, degenerate)
     return advantages, advantages
 
 
@@ -246,30 +252,67 @@ def token_advantages(est: Estimator, seq, entropies, response_mask, degenerate: 
     return out * response_mask
 
 
-def estimator_inputs(est: Estimator, kwargs: dict, rows, response_mask, p: int, g: int) -> dict:
-    """prompt_ids / seq_logprob (contract.md §1) for an estimator that declares them, from what a veRL trainer passes:
-    `prompt_ids` (B,) stable ids and `old_log_probs` (or CoDaPO's `log_probs`) (B, T). veRL's own compute_advantage
-    passes neither (its uid is new every step), so such an estimator is refused there, naming what is missing."""
+def row_inputs(est: Estimator) -> list[str]:
+    """The row-level inputs (KEPT's keys) est needs: prompt_ids (B,) for `prompt_ids`, old_log_probs (B, T) for
+    `seq_logprob` (contract.md §1, declared by any layer), entropys (B, T) for `token_scores="entropy"`."""
     needs, layer = set(), est
     while layer is not None:
         needs, layer = needs | set(layer.spec.inputs), layer.base
+    wanted = [("prompt_ids" in needs, "prompt_ids"), ("seq_logprob" in needs, "old_log_probs")]
+    return [key for want, key in wanted + [(est.token_scores == ENTROPY, "entropys")] if want]
+
+
+def passed_or_kept(name: str, key: str, kwargs: dict, kept: dict, response_mask, index):
+    """Input `key` (KEPT) as the trainer passed it (old_log_probs: or CoDaPO's log_probs), else as kept from this
+    batch's old-log-prob pass; BenchctlError when neither, or when the kept one is another batch's (other uids in
+    another order, other shape, or a response token outside the mask it was computed under)."""
+    passed = kwargs.get(key)
+    passed = kwargs.get("log_probs") if passed is None and key == "old_log_probs" else passed
+    if passed is not None:
+        return passed
+    if kept.get(key) is None:
+        what, where = KEPT[key]
+        raise BenchctlError(MISSING.format(name=PREFIX + name, what=what, where=where, key=key))
+    value, mask, uid = kept[key], kept["response_mask"], kept["uid"]
+    uids = np.asarray(index).reshape(-1)  # (B,)
+    same = uid is None or np.array_equal(np.asarray(uid).reshape(-1), uids)
+    if key == "prompt_ids":
+        same = same and len(value) == len(uids)
+    else:
+        same = same and tuple(value.shape) == tuple(response_mask.shape)
+        same = same and not bool(((response_mask > 0) & ~(mask > 0)).any())
+    if not same:
+        raise BenchctlError(
+            f"{PREFIX}{name}: the kept {key} {tuple(np.shape(value))} are not this batch's"
+            f" {tuple(response_mask.shape)} (another step's, or its rows reordered); pass {key}= from your trainer"
+        )
+    if key == "prompt_ids":
+        one_id_per_group(name, np.asarray(value).reshape(-1), uids)
+    return value
+
+
+def one_id_per_group(name: str, ids: np.ndarray, uids: np.ndarray) -> None:
+    """BenchctlError unless the kept prompt ids (B,) pair one to one with the batch's uids (B,): veRL's batch holds
+    each dataset row once, so a shared id is RLHFDataset's index 0 for rows without extra_info.index."""
+    pairs, prompts, groups = (len(set(x)) for x in (zip(ids.tolist(), uids.tolist()), ids.tolist(), uids.tolist()))
+    if not pairs == prompts == groups:
+        raise BenchctlError(
+            f"{PREFIX}{name} needs one prompt id per group, distinct across the batch's groups; the kept index has"
+            f" {prompts} distinct for {groups} groups: give each dataset row its own extra_info.index (veRL's"
+            " RLHFDataset uses 0 where it is missing), or pass prompt_ids="
+        )
+
+
+def estimator_inputs(name: str, given: dict, rows, response_mask, p: int, g: int) -> dict:
+    """prompt_ids (P,) / seq_logprob (P, G) (contract.md §1) from the row-level inputs `given` (`row_inputs`):
+    prompt_ids (B,) -> the id of each group's first row, old_log_probs (B, T) -> each response's mean token
+    log-prob, in float64."""
     out = {}
-    if "prompt_ids" in needs:
-        if kwargs.get("prompt_ids") is None:
-            raise BenchctlError(
-                f"{PREFIX}{est.name} needs a stable prompt id per group (prompt_ids=), which veRL's compute_advantage"
-                " does not pass (its uid is new every step); use benchctl's trainer or the TRL plug-in"
-            )
-        ids = np.asarray(kwargs["prompt_ids"]).reshape(-1)[np.asarray(rows.cpu())]  # (P*G,) grouped
-        out["prompt_ids"] = ids.reshape(p, g)[:, 0].tolist()
-    if "seq_logprob" in needs:
-        logp = kwargs.get("old_log_probs", kwargs.get("log_probs"))
-        if logp is None:
-            raise BenchctlError(
-                f"{PREFIX}{est.name} needs each response's log-probs (old_log_probs= or log_probs=, (B, T)), which"
-                " veRL's compute_advantage does not pass; CoDaPO's veRL fork (PR #7497) does"
-            )
-        mask = response_mask.to(logp.dtype)  # (B, T)
+    if "prompt_ids" in given:
+        ids = np.asarray(given["prompt_ids"]).reshape(-1)[np.asarray(rows.cpu())].reshape(p, g)  # (P, G) grouped
+        out["prompt_ids"] = ids[:, 0].tolist()
+    if "old_log_probs" in given:
+        logp, mask = given["old_log_probs"].double(), response_mask.double()  # (B, T): veRL's are float32
         mean = (logp * mask).sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)  # (B,) 0 for an empty response
         out["seq_logprob"] = mean[rows].reshape(p, g)
     return out
@@ -307,34 +350,44 @@ def register_all() -> list[str]:
     return [PREFIX + name for name in registered_names()]
 
 
-def patch_checkpoints(trainer_cls: type | None = None) -> bool:
-    """Make veRL's trainer save/load the session with its checkpoints; False when its trainer is missing."""
+def _wrap(trainer_cls: type | None, method: str, wrapper: Callable[[Callable], Callable]) -> bool:
+    """Replace `trainer_cls.<method>` (default: veRL's RayPPOTrainer) by `wrapper(original)`, once: a method already
+    wrapped (marked `_benchctl`) is left as it is. False when veRL's trainer is missing."""
     if trainer_cls is None:
         try:
             from verl.trainer.ppo.ray_trainer import RayPPOTrainer as trainer_cls
         except ImportError:
             return False
-    if getattr(trainer_cls._save_checkpoint, "_benchctl", False):
-        return True
-    save, load = trainer_cls._save_checkpoint, trainer_cls._load_checkpoint
-
-    @functools.wraps(save)
-    def _save_checkpoint(self, *args, **kwargs):
-        out = save(self, *args, **kwargs)
-        SESSION.save(os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}"))
-        return out
-
-    @functools.wraps(load)
-    def _load_checkpoint(self, *args, **kwargs):
-        out = load(self, *args, **kwargs)
-        folder = checkpoint_folder(self.config.trainer, getattr(self, "global_steps", 0))
-        if folder is not None:
-            SESSION.load(folder)
-        return out
-
-    _save_checkpoint._benchctl = _load_checkpoint._benchctl = True
-    trainer_cls._save_checkpoint, trainer_cls._load_checkpoint = _save_checkpoint, _load_checkpoint
+    original = getattr(trainer_cls, method)
+    if not getattr(original, "_benchctl", False):
+        wrapped = functools.wraps(original)(wrapper(original))
+        wrapped._benchctl = True
+        setattr(trainer_cls, method, wrapped)
     return True
+
+
+def patch_checkpoints(trainer_cls: type | None = None) -> bool:
+    """Make veRL's trainer save/load the session with its checkpoints; False when its trainer is missing."""
+
+    def saving(save):
+        def _save_checkpoint(self, *args, **kwargs):
+            out = save(self, *args, **kwargs)
+            SESSION.save(os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}"))
+            return out
+
+        return _save_checkpoint
+
+    def loading(load):
+        def _load_checkpoint(self, *args, **kwargs):
+            out = load(self, *args, **kwargs)
+            folder = checkpoint_folder(self.config.trainer, getattr(self, "global_steps", 0))
+            if folder is not None:
+                SESSION.load(folder)
+            return out
+
+        return _load_checkpoint
+
+    return _wrap(trainer_cls, "_save_checkpoint", saving) and _wrap(trainer_cls, "_load_checkpoint", loading)
 
 
 def checkpoint_folder(trainer_config: Any, global_steps: int) -> str | None:
@@ -348,31 +401,39 @@ def checkpoint_folder(trainer_config: Any, global_steps: int) -> str | None:
     return os.path.abspath(folder)
 
 
-def patch_entropies(trainer_cls: type | None = None) -> bool:
-    """Make veRL's trainer keep each batch's per-token entropies for a benchctl estimator (`SESSION.keep_entropies`)
-    before its `fit` drops them; False when its trainer is missing."""
-    if trainer_cls is None:
-        try:
-            from verl.trainer.ppo.ray_trainer import RayPPOTrainer as trainer_cls
-        except ImportError:
-            return False
-    if getattr(trainer_cls._compute_old_log_prob, "_benchctl", False):
-        return True
-    compute = trainer_cls._compute_old_log_prob
+def patch_old_log_prob(trainer_cls: type | None = None) -> bool:
+    """Make veRL's trainer keep, for a benchctl estimator, what its old-log-prob pass sees and gives that
+    compute_advantage does not pass on (`SESSION.keep`): the batch's `entropys` (B, T), which `fit` drops next,
+    `old_log_probs` (B, T), each row's dataset index (B,) as prompt ids (`dataset_index`), with the batch's
+    response_mask and uids.
+    False when its trainer is missing."""
 
-    @functools.wraps(compute)
-    def _compute_old_log_prob(self, batch, *args, **kwargs):
-        out = compute(self, batch, *args, **kwargs)
-        old = out[0] if isinstance(out, tuple) else out  # (old_log_prob, mfu) in 0.9.1
-        if str(self.config.algorithm.adv_estimator).startswith(PREFIX) and "entropys" in old.batch.keys():
-            SESSION.keep_entropies(old.batch["entropys"], batch.batch["response_mask"])
-        return out
+    def keeping(compute):
+        def _compute_old_log_prob(self, batch, *args, **kwargs):
+            out = compute(self, batch, *args, **kwargs)
+            old = out[0] if isinstance(out, tuple) else out  # (old_log_prob, mfu) in 0.9.1
+            if str(self.config.algorithm.adv_estimator).startswith(PREFIX):
+                tensors, rows = old.batch.keys(), batch.non_tensor_batch
+                inputs = {key: old.batch[key] for key in ("entropys", "old_log_probs") if key in tensors}
+                SESSION.keep(batch.batch["response_mask"], rows.get("uid"), prompt_ids=dataset_index(rows), **inputs)
+            return out
 
-    _compute_old_log_prob._benchctl = True
-    trainer_cls._compute_old_log_prob = _compute_old_log_prob
-    return True
+        return _compute_old_log_prob
+
+    return _wrap(trainer_cls, "_compute_old_log_prob", keeping)
+
+
+def dataset_index(rows: dict):
+    """(B,) each row's dataset index from a veRL batch's non_tensor_batch: its `extra_info`'s "index" (kept by
+    `fit`, which moves the dataset's own `index` column into the generation batch), else an `index` column; None
+    when a row has neither (RLHFDataset would read 0 for it)."""
+    info = rows.get("extra_info")
+    if info is None:
+        return rows.get("index")
+    ids = [row.get("index") if isinstance(row, dict) else None for row in info]
+    return None if any(i is None for i in ids) else np.array(ids, dtype=object)
 
 
 register_all()
 patch_checkpoints()
-patch_entropies()
+patch_old_log_prob()

@@ -28,8 +28,9 @@ max_grad_norm -> actor.optim.clip_grad (0 = off -> inf; veRL 0.9.1's engine igno
 -> policy_loss gspo; epochs -> ppo_epochs; mini_batches -> ppo_mini_batch_size = P / mini_batches (prompts; veRL
 multiplies by rollout.n).  Not expressible in veRL's main_ppo and refused
 (`check_supported`): token_budget (veRL stops by steps), dynamic_sampling (DAPO's filter_groups lives in
-veRL's recipe folder, not main_ppo), loss_agg token-mean-nondegenerate, OAR (no token scores; RL-ZVP runs, with
-trainer.use_v1=false: its entropies come from RayPPOTrainer, benchctl.integrations.verl), --resume
+veRL's recipe folder, not main_ppo), loss_agg token-mean-nondegenerate, OAR (no token scores; RL-ZVP, DBB and
+CoDaPO run, with trainer.use_v1=false: their entropies, prompt ids (extra_info.index) and old log-probs come from
+RayPPOTrainer's old-log-prob pass, benchctl.integrations.verl), --resume
 (rerun launch.sh: veRL resumes from RUN/verl/checkpoints itself), and the GPU-path settings (docs/gpu.md) not
 mapped to veRL's (dtype float32, micro_batch_tokens, rollout_correction, report_to, sync_check).
 """
@@ -90,6 +91,13 @@ def _inputs(est) -> set:
     return set(est.spec.inputs) | (_inputs(est.base) if est.base is not None else set())
 
 
+def needs_old_log_prob_pass(est) -> bool:
+    """Whether the estimator takes what the plug-in keeps from RayPPOTrainer's old-log-prob pass (entropies for
+    token_scores "entropy", old log-probs for seq_logprob, the dataset index for prompt_ids), which veRL 0.9.1's
+    default v1 trainer does not run: such a run sets trainer.use_v1=false."""
+    return est.token_scores == "entropy" or bool({"prompt_ids", "seq_logprob"} & _inputs(est))
+
+
 def check_supported(plan) -> None:
     """One BenchctlError line for a setting veRL's main_ppo cannot reproduce (see the module docstring); `plan`:
     the run's `benchctl.trainers.plan.Plan`."""
@@ -98,10 +106,6 @@ def check_supported(plan) -> None:
         (cfg.token_budget is not None, "token_budget: veRL stops by steps; set steps instead"),
         (cfg.dynamic_sampling, "dynamic_sampling: DAPO's group filter is not part of verl.trainer.main_ppo"),
         (cfg.codapo_resample, "codapo_resample: CoDaPO's focus steps are not part of verl.trainer.main_ppo"),
-        (
-            bool({"prompt_ids", "seq_logprob"} & _inputs(est)),
-            f"estimator {cfg.estimator}: veRL's compute_advantage passes no prompt ids or log-probs",
-        ),
         (plan.loss_agg not in VERL_LOSS_AGGS, f"loss_agg {plan.loss_agg}: veRL has {VERL_LOSS_AGGS}"),
         (
             est.token_scores not in (None, "entropy"),
@@ -290,8 +294,8 @@ def overrides(plan, model_path: str, n_train: int, max_prompt_length: int, name:
         **_rollout_settings(cfg),
         **_trainer_settings(cfg, n_train, name),
     }
-    if plan.estimator.token_scores == "entropy":  # RL-ZVP: the entropies the plug-in keeps from RayPPOTrainer's pass
-        settings["trainer.use_v1"] = False  # veRL 0.9.1's default v1 trainer does not pass them (docs/scale-out.md)
+    if needs_old_log_prob_pass(plan.estimator):  # inputs the plug-in keeps from RayPPOTrainer (docs/scale-out.md)
+        settings["trainer.use_v1"] = False
     params = dict(cfg.estimator_params)
     return estimator_overrides(cfg.estimator, params) + [f"{k}={_value(v)}" for k, v in settings.items()]
 

@@ -74,8 +74,6 @@ def test_an_unknown_engine_is_one_line_listing_the_valid_ones():
         (["--recipe", "dapo"], "dynamic_sampling"),
         (["--loss-agg", "token-mean-nondegenerate"], "token-mean-nondegenerate"),
         (["--estimator", "oar_g"], "oar_g"),
-        (["--estimator", "dbb"], "passes no prompt ids or log-probs"),
-        (["--estimator", "codapo"], "passes no prompt ids or log-probs"),
         (["--codapo-resample"], "codapo_resample"),
         (["--prompts-per-step", "6", "--mini-batches", "4"], "mini_batches"),
         (["--dtype", "float32"], "dtype float32"),
@@ -91,14 +89,23 @@ def test_settings_verl_cannot_reproduce_are_refused_in_one_line(extra, words, tm
     assert not (tmp_path / "run").exists()  # refused before any file is written
 
 
-def test_rl_zvp_on_verl_runs_veRLs_trainer_that_computes_the_entropies_it_needs(tmp_path, chat_model):
+@pytest.mark.parametrize("estimator", ["rl_zvp", "dbb", "codapo"])
+def test_estimators_needing_veRLs_old_log_prob_pass_run_veRLs_trainer_that_has_one(estimator, tmp_path, chat_model):
+    """RL-ZVP's entropies, DBB's prompt ids, CoDaPO's old log-probs: the plug-in keeps them from RayPPOTrainer's
+    old-log-prob pass, which veRL 0.9.1's default v1 trainer does not run; a sequence-level estimator keeps v1."""
     run = tmp_path / "run"
-    args = ["train", "--engine", "verl", "--model", str(chat_model), "--estimator", "rl_zvp", "--out", str(run)]
+    args = ["train", "--engine", "verl", "--model", str(chat_model), "--estimator", estimator, "--out", str(run)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     overrides = (run / "verl" / "overrides.txt").read_text().splitlines()
-    assert "algorithm.adv_estimator=benchctl_rl_zvp" in overrides
-    assert "trainer.use_v1=False" in overrides  # RayPPOTrainer: the plug-in keeps its old-log-prob entropies
+    assert f"algorithm.adv_estimator=benchctl_{estimator}" in overrides
+    assert "trainer.use_v1=False" in overrides
+    info = pq.read_table(run / "verl" / "train.parquet").column("extra_info").to_pylist()
+    assert [row["index"] for row in info] == list(range(len(info)))  # DBB's stable prompt id: the row number
+    grpo = tmp_path / "grpo"
+    args = ["train", "--engine", "verl", "--model", str(chat_model), "--estimator", "grpo", "--out", str(grpo)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert not any(line.startswith("trainer.use_v1") for line in (grpo / "verl" / "overrides.txt").read_text().split())
 
 
 def test_a_model_without_chat_template_is_refused_for_verl(tmp_path):

@@ -121,6 +121,22 @@ def test_verls_rlhf_dataset_reads_the_parquet_with_benchctls_prompts(launched, c
     assert item["reward_model"]["style"] == "rule"
 
 
+def test_verls_batches_of_the_launched_dataset_carry_the_stable_prompt_ids_dbb_needs(launched, chat_model):
+    """RLHFDataset rows, collated by veRL into a batch's non_tensor_batch: the plug-in's prompt ids are the parquet
+    row numbers (`extra_info.index`), the same every time a row is drawn."""
+    from transformers import AutoTokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+    _, launch = launched
+    config = compose((launch.folder / "overrides.txt").read_text().split("\n")[:-1])
+    tokenizer = AutoTokenizer.from_pretrained(chat_model)
+    dataset = RLHFDataset(data_files=[str(launch.folder / "train.parquet")], tokenizer=tokenizer, config=config.data)
+    rows = [7, 0, 999, 7]
+    batch = {k: v for k, v in collate_fn([dataset[i] for i in rows]).items() if not hasattr(v, "dim")}
+    assert plugin.dataset_index(batch).tolist() == rows
+    assert plugin.dataset_index({"extra_info": [*batch["extra_info"][:1], {}]}) is None  # a row without: none
+
+
 def test_verls_reward_loader_grades_with_benchctls_grader(launched):
     import pyarrow.parquet as pq
     from verl.trainer.ppo.reward import get_custom_reward_fn

@@ -35,7 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 # (test_verl_rl_zvp.py)
 TOKEN_LEVEL = {name for name in registered_names() if get_estimator(name).token_scores is not None}
 IMPORTANCE = sorted(name for name in TOKEN_LEVEL if get_estimator(name).token_scores != "entropy")
-NEEDS_INPUTS = {"dbb", "codapo"}  # need prompt ids / log-probs veRL's compute_advantage does not pass
+NEEDS_INPUTS = {"dbb", "codapo"}  # prompt ids / log-probs: passed, or kept by the plug-in (test_verl_captured_inputs)
 SEQUENCE_LEVEL = [name for name in registered_names() if name not in TOKEN_LEVEL | NEEDS_INPUTS]
 
 

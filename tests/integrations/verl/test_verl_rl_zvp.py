@@ -143,7 +143,7 @@ def test_verls_driver_keeps_its_old_log_prob_entropies_and_rl_zvp_uses_them_once
     batch = compute_advantage(batch, adv_estimator="benchctl_rl_zvp", num_repeat=rewards.shape[1], config=config)
     want, _ = benchctl_rl_zvp(rewards, perm, mask, entropies)
     torch.testing.assert_close(batch.batch["advantages"], want, rtol=0, atol=0)  # float32 in, same float32 out
-    assert plugin.SESSION.entropies is None  # used once: never a later step's
+    assert plugin.SESSION.kept is None  # used once: never a later step's
     with pytest.raises(BenchctlError, match="bypass_mode"):
         compute_advantage(batch, adv_estimator="benchctl_rl_zvp", num_repeat=rewards.shape[1], config=config)
 
@@ -152,7 +152,7 @@ def test_the_driver_keeps_no_entropies_for_an_estimator_that_is_not_benchctls():
     rng = np.random.default_rng(13)
     rewards, perm, _, mask, uids = zvp_batch(rng, dtype=torch.float32)
     driver("grpo")._compute_old_log_prob(driver_batch(rng, rewards, perm, mask, uids))
-    assert plugin.SESSION.entropies is None
+    assert plugin.SESSION.kept is None
 
 
 def test_missing_entropies_are_refused_in_one_line_naming_the_settings_and_leave_the_state():
@@ -167,12 +167,11 @@ def test_missing_entropies_are_refused_in_one_line_naming_the_settings_and_leave
 
 def test_entropies_kept_for_another_batch_are_refused():
     _, _, token_rewards, mask, uids = zvp_batch(np.random.default_rng(15))
-    plugin.SESSION.keep_entropies(
-        torch.ones(mask.shape[0], mask.shape[1] + 1), torch.ones(mask.shape[0], mask.shape[1] + 1)
-    )
+    wider = torch.ones(mask.shape[0], mask.shape[1] + 1)
+    plugin.SESSION.keep(wider, entropys=wider)
     with pytest.raises(BenchctlError, match="not this batch's"):
         call(token_rewards, mask, uids)
-    plugin.SESSION.keep_entropies(torch.ones_like(mask), torch.zeros_like(mask))  # computed under another mask
+    plugin.SESSION.keep(torch.zeros_like(mask), entropys=torch.ones_like(mask))  # computed under another mask
     with pytest.raises(BenchctlError, match="not this batch's"):
         call(token_rewards, mask, uids)
 
@@ -180,4 +179,4 @@ def test_entropies_kept_for_another_batch_are_refused():
 def test_importing_the_plugin_wraps_verls_old_log_prob_pass_once():
     assert getattr(RayPPOTrainer._compute_old_log_prob, "_benchctl", False)
     wrapped = RayPPOTrainer._compute_old_log_prob
-    assert plugin.patch_entropies() and RayPPOTrainer._compute_old_log_prob is wrapped
+    assert plugin.patch_old_log_prob() and RayPPOTrainer._compute_old_log_prob is wrapped
