@@ -17,13 +17,15 @@ the splits' facts and keys are disjoint and that no rendered test prompt's numbe
 training prompt's.
 
 Families (`FAMILIES`: operand ranges, weight out of 20, phrasings) [our choice, measured on SmolLM2-135M-Instruct
-at T=1, docs/real-model.md#a-testbed-with-a-spread-of-difficulty-arith_words]: small operands throughout (two-
-and three-digit operands made the model ramble: 4.7% mean pass@1 in the first design): counting on and back by
-one below 100 (the prompts it should mostly get right; no comparisons: "7 is bigger than 4." ends on the wrong
-integer for the last-integer grader), double and half, sums,
+at T=1 and T=0.6, docs/real-model.md#a-testbed-with-a-spread-of-difficulty-arith_words]: small operands throughout
+(two- and three-digit operands made the model ramble: 4.7% mean pass@1 in the first design): a story that states
+the number it asks for ("Tom has 3 apples. How many apples does Tom have?": the one kind the model nearly always
+gets right at T=0.6, 80% in a probe, so the testbed has all-correct groups), counting on and back by one below
+100 (no comparisons: "7 is bigger than 4." ends on the wrong integer for the last-integer grader), double and
+half, sums,
 differences and products of single digits (arith_chat's band), and word problems of one and two steps with
 numbers under 20, whose answers are often a short computation written out ("12 + 5 = 17, 17 - 3 = 14"); the
-two-step stories give the bulk of the 2,396 keys, the weights give the easy families most of the stream.
+two-step stories give the bulk of the 2,415 keys, the weights give the easy families most of the stream.
 
 No system prompt the chat template adds unasked [our choice]: `messages` opens with an empty system turn, since
 SmolLM2's template otherwise prepends its default one (16 tokens of "You are a helpful AI assistant named
@@ -76,11 +78,19 @@ class Family:
 
 
 FAMILIES = (
+    Family(  # [our choice] the share the model nearly always gets right at T=0.6 (docs/real-model.md)
+        "have",
+        ((1, 19),),
+        lambda a: a,
+        2,
+        ("{n} has {a} {t}. How many {t} does {n} have?", "There are {a} {t} in a box. How many {t} are in the box?"),
+        fact=lambda a: ("add", 0, a, a),
+    ),
     Family(
         "next",
         ((0, 99),),
         lambda a: a + 1,
-        4,
+        3,
         ("What number comes right after {a}?", "What is one more than {a}?", "What comes after {a} when you count?"),
         fact=lambda a: ("add", 1, a, a + 1),
     ),
@@ -88,7 +98,7 @@ FAMILIES = (
         "before",
         ((1, 100),),
         lambda a: a - 1,
-        3,
+        2,
         ("What number comes right before {a}?", "What is one less than {a}?", "Count back by one from {a}."),
         fact=lambda a: ("add", 1, a - 1, a),
     ),
