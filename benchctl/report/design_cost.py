@@ -71,7 +71,7 @@ def _final_s(run: Path) -> float:
 def _run_seconds(path: Path, m: pd.DataFrame) -> dict:
     """One run's training seconds, timed evaluation seconds and samples, rollout seconds and samples, wall."""
     step_s = float(m["time/step"].sum()) if "time/step" in m else 0.0
-    timed = m[m["time/eval"].notna()] if "time/eval" in m else m.iloc[:0]
+    timed = m[m["time/eval"].notna()] if "time/eval" in m else pd.DataFrame({"step": [], "time/eval": []})
     folders = dict(list_evals(path))
     timed = timed[timed["step"].isin([s for s in folders if s is not None])]
     rollout = float(m["time/rollout"].sum()) if "time/rollout" in m else np.nan

@@ -134,10 +134,13 @@ def test_paired_sampling_streams_recover_the_sampling_component_and_the_pilots_o
 # ---- the pilot: a matrix on disk ---------------------------------------------------------------------------------
 
 
-def _pilot(tmp_path, seeds=(1, 2, 3), arms=("grpo", "other"), questions=40, samples=8, wall=None, final_s=None):
+def _pilot(
+    tmp_path, seeds=(1, 2, 3), arms=("grpo", "other"), questions=40, samples=8, wall=None, final_s=None, periodic=True
+):
     """A results folder: each arm x seed a train run with 3 steps (time/step 2 s), a timed periodic evaluation at
-    step 2 (5 s for 10 questions x 4 samples) and a final evaluation of questions x samples; `wall`: seconds from
-    config.json to the final summary, set on the files; `final_s`: seconds from RUN/model's weights to it."""
+    step 2 (5 s for 10 questions x 4 samples; `periodic=False`: none, no time/eval column) and a final evaluation of
+    questions x samples; `wall`: seconds from config.json to the final summary, set on the files; `final_s`: seconds
+    from RUN/model's weights to it."""
     from tests.report.fixtures import train_config, write_eval, write_matrix
 
     rng = np.random.default_rng(3)
@@ -147,11 +150,12 @@ def _pilot(tmp_path, seeds=(1, 2, 3), arms=("grpo", "other"), questions=40, samp
         for seed in seeds:
             shift = (0.05 if arm != "grpo" else 0.0) + rng.normal(0, 0.02)
             correct = {f"q{i}": list(rng.random(samples) < np.clip(r + shift, 0, 1)) for i, r in enumerate(rates)}
-            metrics = {"time/step": [2.0, 2.0, 2.0], "time/eval": [None, 5.0, None]}
+            metrics = {"time/step": [2.0, 2.0, 2.0]} | ({"time/eval": [None, 5.0, None]} if periodic else {})
             cells.append((f"{arm}-s{seed}", train_config(arm, seed), correct, metrics))
     runs = write_matrix(tmp_path, cells)
     for i, run in enumerate(runs):
-        write_eval(run / "eval" / "step-000002", "arith", {f"q{j}": [True, False, False, True] for j in range(10)})
+        if periodic:
+            write_eval(run / "eval" / "step-000002", "arith", {f"q{j}": [True, False, False, True] for j in range(10)})
         if wall is not None:
             start = 1_000_000.0 + 1000 * i
             os.utime(run / "config.json", (start, start))
@@ -184,6 +188,19 @@ def test_cost_model_times_the_final_evaluation_from_its_files_when_it_can(tmp_pa
     from benchctl.report.load import load_report_data
 
     results = _pilot(tmp_path, wall=6 + 5 + 16 + 9, final_s=16)  # 320 final samples in 16 s: 0.05 s each
+    cost = cell_cost(load_report_data(ReportConfig(inputs=(str(results),))))
+    assert cost.eval_source == "final evaluations"
+    assert cost.eval_sample_s == pytest.approx(16 / 320)
+    assert cost.startup_s == pytest.approx(9, abs=1e-6)
+    assert cost.cell_s(40, 8, 40, 8) == pytest.approx(cost.measured_s, rel=1e-9)
+
+
+def test_cost_model_of_a_pilot_without_periodic_evaluations_times_its_final_ones(tmp_path):
+    from benchctl.report.config import ReportConfig
+    from benchctl.report.design_cost import cell_cost
+    from benchctl.report.load import load_report_data
+
+    results = _pilot(tmp_path, wall=6 + 16 + 9, final_s=16, periodic=False)  # train, 320 final samples, start-up
     cost = cell_cost(load_report_data(ReportConfig(inputs=(str(results),))))
     assert cost.eval_source == "final evaluations"
     assert cost.eval_sample_s == pytest.approx(16 / 320)
