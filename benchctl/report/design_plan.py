@@ -4,7 +4,9 @@ the cheapest one that reaches a target mde for every comparison (docs/report.md,
 The statistics are `benchctl.report.design` (variance components; the mde the report would print, through its own
 code), the cost `benchctl.report.design_cost`; this module lays out the grid and chooses.  Grid [our choice]: every
 seeds x questions x samples of the given lists (samples only at k = 1, where the sampling component is split off);
-the pilot's own design is always in it.  Families, for the table and the plot: "add seeds", "add questions", "add
+the pilot's own design is always in it; question counts above the evaluated tasks' held-out size (the smallest,
+where the task registry knows it: MATH500's 500) are replaced by that size, so no design asks for questions the
+benchmark does not have.  Families, for the table and the plot: "add seeds", "add questions", "add
 samples" (the other two axes at the pilot's values) and "cheapest" (the lower frontier of the designs evaluated:
 no design costs less and prints a smaller mde; the scan in order of cost stops at the first design that meets the
 target, `_to_evaluate`).  Family m (the primary family's size) is the pilot's number of comparisons.
@@ -97,11 +99,30 @@ class PlanResult:
     files: tuple[Path, ...] = ()
 
 
-def _grid(config: PlanConfig, pilot: dict, cost: CellCost, arms: int, sampling_split: bool) -> pd.DataFrame:
+def held_out_size(tasks) -> int | None:
+    """The fewest held-out questions among the evaluated `tasks` that the task registry knows the size of (the
+    local file's rows, else the task's known size); None when it knows none."""
+    from benchctl.errors import BenchctlError
+    from benchctl.tasks import get_task
+
+    sizes = []
+    for name in tasks:
+        try:
+            sizes.append(get_task(name).size())
+        except BenchctlError:  # a task this install does not register: no cap from it
+            continue
+    sizes = [n for n in sizes if n > 0]
+    return min(sizes) if sizes else None
+
+
+def _grid(
+    config: PlanConfig, pilot: dict, cost: CellCost, arms: int, sampling_split: bool, cap: int | None = None
+) -> pd.DataFrame:
     """Every (seeds, questions, samples) of the grid, the pilot's own design included, with its cell seconds and
-    core-hours (arms x seeds cells)."""
+    core-hours (arms x seeds cells); question counts above `cap` become `cap`."""
     seeds = sorted({*config.seeds, pilot["seeds"]} - {1, 2})
-    questions = sorted({*config.questions, pilot["questions"]})
+    cap = max(cap, pilot["questions"]) if cap else None
+    questions = sorted({*(min(q, cap) if cap else q for q in config.questions), pilot["questions"]})
     samples = sorted({*config.samples, pilot["samples"]}) if sampling_split else [pilot["samples"]]
     grid = pd.DataFrame([(s, q, n) for s in seeds for q in questions for n in samples], columns=AXES)
     grid["cell_s"] = [cost.cell_s(q, n, pilot["questions"], pilot["samples"]) for _, q, n in grid[AXES].to_numpy()]
@@ -202,7 +223,7 @@ def build_plan(config: PlanConfig) -> PlanResult:
     first = comps[0]
     pilot = {"seeds": first.seeds, "questions": first.questions, "samples": first.samples}
     split = config.primary_k == 1 and np.isfinite(first.samples)
-    grid = _grid(config, pilot, cost, data.runs["arm"].nunique(), split)
+    grid = _grid(config, pilot, cost, data.runs["arm"].nunique(), split, held_out_size({c.eval_task for c in comps}))
     memo: dict = {}
     meets = lambda d: _predict(comps, [d], config, memo)["mde"].max() <= config.target_mde  # noqa: E731
     within = grid if config.budget is None else grid[grid["core_hours"] <= config.budget]

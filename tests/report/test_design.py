@@ -221,6 +221,17 @@ def test_plan_names_a_design_that_meets_the_target_and_writes_its_files(tmp_path
     assert set(plan.designs["family"]) == {"add seeds", "add questions", "add samples", "cheapest"}
 
 
+def test_plan_never_asks_for_more_questions_than_the_benchmark_holds(tmp_path):
+    from benchctl.report.design_plan import PlanConfig, build_plan
+    from benchctl.tasks import get_task
+
+    results = _pilot(tmp_path / "r", wall=60)  # evaluated on arith
+    size = get_task("arith").size()
+    plan = build_plan(PlanConfig(inputs=(str(results),), seeds=(3, 5), questions=(40, size // 2, 4 * size)))
+    assert plan.designs["questions"].max() == size
+    assert set(plan.designs["questions"]) <= {40, size // 2, size}
+
+
 def test_plan_within_a_budget_too_small_says_so(tmp_path):
     from benchctl.report.design_plan import PlanConfig, build_plan
 
