@@ -129,8 +129,9 @@ def _fixture_rows() -> list[dict]:
 
 @pytest.mark.parametrize("row", _fixture_rows(), ids=lambda row: row["id"])
 def test_grader_verdicts_on_real_smollm2_answers_match_the_hand_checked_ones(row):
-    """Each row: a real answer to the question it was sampled for (rows "test-*": the first design's test stream,
-    two- and three-digit operands; the grader reads only the completion and the gold), its hand-checked verdict."""
+    """Each row: a real answer to the question it was sampled for (rows "test-*": the first design's test stream at
+    T=1, two- and three-digit operands; rows "words-*": the redesign's at T=0.6; the grader reads only the completion
+    and the gold), its hand-checked verdict."""
     task = get_task("arith_words")
     problem = Problem(row["id"], row["question"], row["gold"], {"level": row["question"].split(":")[0]})
     (verdict,) = task.grade([(problem, row["completion"])])
