@@ -3,8 +3,8 @@
 
 Each variant samples n completions per prompt at `--temperature` (default 1) with `benchctl tasks difficulty`'s
 sampler (`benchctl.lab.difficulty.sample_completions`: the trainer's prompt and distribution, the task's 96 new
-tokens), grades them with the task's grader, and prints, per family: prompts, mean pass@1, the share under 0.1 and over 0.9,
-mean tokens. `--dump FILE` writes every completion with its verdict (jsonl) to read what the model does.
+tokens), grades them with the task's grader, and prints, per family: prompts, mean pass@1, the share under 0.1 and
+over 0.9, mean tokens. `--dump FILE` writes every completion with its verdict (jsonl) to read what the model does.
 
     PYTHONPATH=$PWD python benchmarks/arith_words_prompts.py --prompts 40 --n 8 --dump /tmp/aw.jsonl
 
