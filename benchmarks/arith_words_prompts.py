@@ -20,6 +20,7 @@ import json
 import time
 
 import numpy as np
+from _shared import comma_choices
 
 from benchctl.lab.difficulty import difficulty_rows, sample_completions
 from benchctl.results.runs import resolve_model
@@ -76,10 +77,7 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     parser.add_argument("--dump", default=None, help="jsonl file for every completion and its verdict")
     args = parser.parse_args()
-    names = args.variants.split(",")
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
-        parser.error(f"unknown variant {unknown[0]!r}; choose from: {', '.join(VARIANTS)}")
+    names = comma_choices(args.variants, VARIANTS, "variant")
     model = resolve_model("smollm2-135m").path
     dump = open(args.dump, "w") if args.dump else None  # noqa: SIM115 - closed below
     try:

@@ -23,10 +23,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _shared import comma_choices, run_child
 
 VARIANTS = {
     "clean": {},
@@ -103,16 +104,10 @@ def child(variant: str, steps: int, prompts: int) -> dict:
     return result
 
 
-def run_child(variant: str, steps: int, prompts: int) -> dict:
+def measure(variant: str, steps: int, prompts: int) -> dict:
     """`child` in a fresh interpreter with the variant's environment."""
     env = {**os.environ, **VARIANTS[variant]}
-    code = f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import engine_threads as m; "
-    code += f"print('RESULT', json.dumps(m.child({variant!r}, {steps}, {prompts})))"
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        raise SystemExit(f"{variant}: child failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    return json.loads(lines[-1].removeprefix("RESULT "))
+    return run_child("engine_threads", f"child({variant!r}, {steps}, {prompts})", variant, env)
 
 
 def main() -> int:
@@ -122,15 +117,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma list of: {', '.join(VARIANTS)}")
     args = parser.parse_args()
-    names = args.variants.split(",")
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
-        print(f"unknown variant(s) {', '.join(unknown)}; choose from: {', '.join(VARIANTS)}", file=sys.stderr)
-        return 2
+    names = comma_choices(args.variants, VARIANTS, "variant")
     runs: dict[str, list[dict]] = {n: [] for n in names}
     for r in range(args.repeats):
         for name in names if r % 2 == 0 else names[::-1]:
-            runs[name].append(run_child(name, args.steps, args.prompts))
+            runs[name].append(measure(name, args.steps, args.prompts))
             print(json.dumps(runs[name][-1]), flush=True)
     print(f"\nmedians of {args.repeats} repeats; SFT {args.steps} steps; cores {len(os.sched_getaffinity(0))}")
     header = "variant          idle cpu  busiest  sft wall s  sft cpu s  other thr cpu s  torch thr  last loss"

@@ -23,13 +23,11 @@ On a shared machine only the ratio within the run means something; state the loa
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
+
+from _shared import comma_choices, run_child
 
 MODEL_TASKS = {"tiny": "arith", "smollm2-135m": "arith_chat"}
 
@@ -64,16 +62,10 @@ def child(model: str, prompts: int, n: int, max_tokens: int, reps: int, seed: in
     return {"model": model, "cores": cores, "rows": {str(t): r for t, r in rows.items()}, "differ": differ}
 
 
-def run_child(model: str, args: argparse.Namespace) -> dict:
+def measure(model: str, args: argparse.Namespace) -> dict:
     """`child` in a fresh interpreter (one engine start per model, nothing left from another model)."""
-    call = f"m.child({model!r}, {args.prompts}, {args.n}, {args.max_tokens}, {args.reps}, {args.seed})"
-    code = f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import generation_threads as m; "
-    code += f"print('RESULT', json.dumps({call}))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=os.environ)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        raise SystemExit(f"{model}: child failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    return json.loads(lines[-1].removeprefix("RESULT "))
+    call = f"child({model!r}, {args.prompts}, {args.n}, {args.max_tokens}, {args.reps}, {args.seed})"
+    return run_child("generation_threads", call, model)
 
 
 def print_result(result: dict, samples: int) -> None:
@@ -101,15 +93,11 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    models = args.models.split(",")
-    unknown = [m for m in models if m not in MODEL_TASKS]
-    if unknown:
-        print(f"unknown model(s) {', '.join(unknown)}; choose from: {', '.join(MODEL_TASKS)}", file=sys.stderr)
-        return 2
+    models = comma_choices(args.models, MODEL_TASKS, "model")
     if min(args.reps, args.prompts, args.n, args.max_tokens) < 1:
         print("--reps, --prompts, -n and --max-tokens must be at least 1", file=sys.stderr)
         return 2
-    results = [run_child(model, args) for model in models]
+    results = [measure(model, args) for model in models]
     print(f"\n{args.prompts} prompts x n={args.n}, max_tokens {args.max_tokens}, seed {args.seed}, {args.reps} reps")
     print(f"{'model':14s} {'threads':>7s} {'median s':>10s} {'tokens':>8s} {'tok/s':>9s} {'cpu/wall':>9s}")
     for result in results:
