@@ -44,6 +44,11 @@ class Estimator:
         owner = self._token_owner()
         return owner.spec.token_scores if owner is not None else None
 
+    @property
+    def inputs(self) -> frozenset[str]:
+        """The inputs (contract.md §1) any layer of the chain declares: what a trainer must pass to `advantages`."""
+        return frozenset(self.spec.inputs) | (self.base.inputs if self.base is not None else frozenset())
+
     def advantages(self, rewards: Any, **inputs: Any) -> Any:
         """rewards (P, G) -> advantages (P, G) of the same kind/dtype/device; advances the state by one step.
         `inputs` (optional, contract.md §1): prompt_ids (P,), seq_logprob (P, G) mean token log-prob per rollout."""

@@ -255,10 +255,7 @@ def token_advantages(est: Estimator, seq, entropies, response_mask, degenerate: 
 def row_inputs(est: Estimator) -> list[str]:
     """The row-level inputs (KEPT's keys) est needs: prompt_ids (B,) for `prompt_ids`, old_log_probs (B, T) for
     `seq_logprob` (contract.md §1, declared by any layer), entropys (B, T) for `token_scores="entropy"`."""
-    needs, layer = set(), est
-    while layer is not None:
-        needs, layer = needs | set(layer.spec.inputs), layer.base
-    wanted = [("prompt_ids" in needs, "prompt_ids"), ("seq_logprob" in needs, "old_log_probs")]
+    wanted = [("prompt_ids" in est.inputs, "prompt_ids"), ("seq_logprob" in est.inputs, "old_log_probs")]
     return [key for want, key in wanted + [(est.token_scores == ENTROPY, "entropys")] if want]
 
 

@@ -86,16 +86,11 @@ class VerlLaunch:
 # ---- what veRL can express ------------------------------------------------------------------------------------
 
 
-def _inputs(est) -> set:
-    """The per-call inputs (contract.md §1) every layer of an estimator declares."""
-    return set(est.spec.inputs) | (_inputs(est.base) if est.base is not None else set())
-
-
 def needs_old_log_prob_pass(est) -> bool:
     """Whether the estimator takes what the plug-in keeps from RayPPOTrainer's old-log-prob pass (entropies for
     token_scores "entropy", old log-probs for seq_logprob, the dataset index for prompt_ids), which veRL 0.9.1's
     default v1 trainer does not run: such a run sets trainer.use_v1=false."""
-    return est.token_scores == "entropy" or bool({"prompt_ids", "seq_logprob"} & _inputs(est))
+    return est.token_scores == "entropy" or bool({"prompt_ids", "seq_logprob"} & est.inputs)
 
 
 def check_supported(plan) -> None:

@@ -108,3 +108,10 @@ def test_every_registered_estimator_has_one_of_the_two_signatures():
         spec = get_spec(name)
         want = KINDS[spec.kind] + (("inputs",) if spec.inputs else ())  # an estimator taking per-call inputs
         assert tuple(inspect.signature(spec.fn).parameters) == want, name
+
+
+def test_an_estimators_inputs_are_those_every_layer_of_its_chain_declares():
+    assert get_estimator("grpo").inputs == frozenset()
+    assert get_estimator("dbb").inputs == {"prompt_ids"}
+    assert get_estimator("codapo").inputs == {"seq_logprob"}
+    assert get_estimator("codapo", base="dbb").inputs == {"seq_logprob", "prompt_ids"}
