@@ -387,3 +387,15 @@ def test_the_2026_claims_name_arms_that_make_claims_2026_matrices_run_or_say_why
     assert len(claims) == 10
     for c in claims:
         assert c.testbed or {c.arm, c.baseline} <= arms, (c.id, c.arm, c.baseline, sorted(arms))
+
+
+def test_the_real_model_claims_name_arms_of_make_claims_real_and_its_eval_task():
+    folder = Path(__file__).parents[2] / "examples" / "claims-real"
+    claims = read_claims(folder / "claims.yaml")
+    spec = read_matrix(folder / "testbed.yaml")
+    arms = {cell.arm for cell in spec.cells}
+    assert {"grpo", "dr_grpo", "noisy_verifier"} <= arms and len(arms - {"grpo", "dr_grpo", "noisy_verifier"}) >= 3
+    assert any(c.arm == "noisy_verifier" and c.direction == "less" for c in claims)  # the planted control
+    for c in claims:
+        assert c.testbed is None and {c.arm, c.baseline} <= arms, (c.id, c.arm, c.baseline, sorted(arms))
+        assert c.eval_task == "arith_words" and (c.k or 1) <= 4, c.id  # testbed.yaml evaluates n = 4
