@@ -8,6 +8,8 @@ Resumability [our choice]:
   SIGKILL-safe resume; its stored config must match the cell's, except the settings a resume may change), a
   finished training (RUN/model present) goes straight to the evaluation, which resumes problem by problem;
   a folder without config.json (killed before the trainer wrote one, or holding only a failure log) is cleared;
+- once evaluated, a cell's folder keeps what the file's `keep:` says (`spec.KEEP`, `run_folder.prune`): by default
+  everything, else without its checkpoints, or also without the model's weights;
 - a failing cell is recorded `failed` with a one-line reason (traceback in RUN/error.txt) and the others go on;
   one that failed from outside it (worker killed, out of memory, node lost, engine start-up) runs again from its
   resume point up to `retries` times (`Retries`); the next `run_matrix` runs every cell left failed again;
@@ -284,6 +286,7 @@ def run_cell(cell: Cell, results: str, report_to: str | None = None) -> CellOutc
                 return CellOutcome(cell.name, "pending", result.pending, time.perf_counter() - start)
             steps = result.steps
         evaluation = evaluate_cell(cell, run)
+        train_folder.prune(run, cell.keep)
     except KeyboardInterrupt:
         return CellOutcome(cell.name, "interrupted", "interrupted (Ctrl-C)", time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - any failure is recorded for this cell; the others go on
@@ -375,6 +378,11 @@ def load_run_weights(engine, model_dir: Path) -> None:
     from safetensors.torch import load_file
 
     files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files and train_folder.pruned(model_dir.parent):
+        raise BenchctlError(
+            f"{model_dir.parent}'s weights were removed after its evaluation (the matrix file's keep: results); "
+            "remove the run folder to train it again"
+        )
     if not files:
         raise BenchctlError(f"{model_dir} holds no .safetensors weights")
     state = {}

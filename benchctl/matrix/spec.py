@@ -16,6 +16,7 @@
     train: {steps: 20}                   # any `benchctl train` setting of every cell (token_budget, lr, ...);
                                          # a list is a grid axis (lr: [1e-4, 3e-4]); an entry's `train:` overrides
     eval: {tasks: [arith], n: 16, k: [1, 4, 16]}   # final evaluation of each cell (RUN/eval/final)
+    keep: all                            # what a cell keeps once evaluated: all | model | results (`KEEP`)
 
 A cell is one (model, estimator entry + one point of its grid, one point of the train-setting axes, recipe, G,
 seed). Its run folder name is built from exactly those values, so it is stable across runs and machines [our choice]:
@@ -43,7 +44,15 @@ from benchctl.results.runs import MODEL_NAMES
 from benchctl.trainers.config import settings
 from benchctl.yamlfile import read_yaml
 
-TOP_KEYS = ("models", "task", "estimators", "recipes", "losses", "group_sizes", "seeds", "train", "eval")
+TOP_KEYS = ("models", "task", "estimators", "recipes", "losses", "group_sizes", "seeds", "train", "eval", "keep")
+# What a cell's run folder keeps once its final evaluation is written [our choice: `all` by default, nothing is
+# removed unasked]. A real model's cell writes its last checkpoint (weights and AdamW state: 1.6 GB for
+# SmolLM2-135M in float32) and its final model (0.5 GB); a matrix of 60 such cells would need 126 GB.
+KEEP = {
+    "all": "the final model and the last checkpoint (training can be continued with more steps)",
+    "model": "the final model; the checkpoints are removed (the model can be evaluated again)",
+    "results": "metrics, rollouts and evaluations; the checkpoints and the model's weights are removed",
+}
 ENTRY_KEYS = (
     "estimator",
     "recipe",
@@ -94,6 +103,7 @@ class Cell:
     )
     eval: EvalSettings = _f(EvalSettings(), "final evaluation settings")
     swept: tuple[tuple[str, Any], ...] = _f((), "the train settings swept by an axis, at this cell's point, sorted")
+    keep: str = _f("all", "what the run folder keeps once evaluated (`KEEP`); not part of the cell's identity")
 
     @property
     def arm(self) -> str:
@@ -185,6 +195,9 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
     seeds = _ints(data, "seeds", [0], path)
     train = _train_settings(data.get("train") or {}, path, "train")
     eval_settings = _eval_settings(data.get("eval") or {}, task, path)
+    keep = data.get("keep", "all")
+    if keep not in KEEP:
+        raise BenchctlError(f"{path}: keep must be one of {', '.join(KEEP)}; got {keep!r}")
     cells = []
     for model, (label, entry) in itertools.product(models, data["estimators"].items()):
         entry = _entry(label, entry, path)
@@ -211,6 +224,7 @@ def parse_matrix(data: Mapping[str, Any], path: str = "matrix") -> MatrixSpec:
                                 tuple(sorted(values.items())),
                                 eval_settings,
                                 varied,
+                                keep,
                             )
                         )
     cells = _named(cells)
@@ -350,6 +364,7 @@ def cell_hash(cell: Cell) -> str:
     ident["train"], ident["settings"] = ident.pop("train_settings"), ident.pop("swept")  # the names it was hashed by
     if ident["loss"] is None:  # cells without a loss axis keep the hash they had before it existed
         del ident["loss"]
+    del ident["keep"]  # what the folder keeps afterwards changes nothing the cell computes
     return hashlib.blake2b(json.dumps(ident, sort_keys=True, default=str).encode(), digest_size=4).hexdigest()
 
 

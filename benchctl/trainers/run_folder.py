@@ -9,6 +9,7 @@
                                   scheduler, RNG streams, estimator state, the counters (`TrainState`) and the
                                   metrics rows up to the checkpoint
     is it finished?               `finished`: RUN/model/ holds the exported final policy
+    what is kept once evaluated?  `prune`: all, the model without the checkpoints, or the results alone
 
 The metrics are stored once, in RUN/train_metrics.parquet (rewritten whole, atomically, after every step); a
 checkpoint holds the counters, not the metrics, and a resume reads the rows back from the parquet file, which
@@ -93,6 +94,28 @@ def resume_step(run: Path) -> int | None:
 def finished(run: Path) -> bool:
     """True when the run exported its final policy (RUN/model/config.json): it trained to its end."""
     return (Path(run) / "model" / "config.json").is_file()
+
+
+PRUNED = "PRUNED"  # RUN/model/PRUNED: the weights were removed on purpose (`prune`), names what is left
+
+
+def prune(run: Path, keep: str) -> None:
+    """Remove what a finished, evaluated run folder need not keep (the matrix file's `keep:`): `all` nothing;
+    `model` RUN/checkpoints/; `results` also RUN/model/'s weight files, leaving its config (so the run still reads as
+    finished) and a PRUNED note. Metrics, rollouts and evaluations stay in every case."""
+    run = Path(run)
+    if keep == "all":
+        return
+    shutil.rmtree(run / "checkpoints", ignore_errors=True)
+    if keep == "results" and finished(run):
+        (run / "model" / PRUNED).write_text("weights removed after the final evaluation (matrix keep: results)\n")
+        for path in (run / "model").glob("*.safetensors"):
+            path.unlink()
+
+
+def pruned(run: Path) -> bool:
+    """True when `prune` removed the run's final weights."""
+    return (Path(run) / "model" / PRUNED).is_file()
 
 
 def started(run: Path) -> bool:

@@ -236,3 +236,47 @@ def test_a_run_recorded_before_its_resolved_values_is_judged_on_the_settings_it_
     runner.check_not_stale(cell, _finished_run(tmp_path / "a", old))
     with pytest.raises(BenchctlError, match=r"trained with steps=3, the matrix file now says 2"):
         runner.check_not_stale(cell, _finished_run(tmp_path / "b", {**old, "steps": 3}))
+
+
+@pytest.mark.parametrize(
+    ("keep", "left"),
+    [("all", {"checkpoints", "model.safetensors"}), ("model", {"model.safetensors"}), ("results", {"PRUNED"})],
+)
+def test_an_evaluated_cell_keeps_what_the_files_keep_says_and_stays_finished(tmp_path, fake, monkeypatch, keep, left):
+    spec = parse_matrix({**SPEC, "estimators": {"grpo": {}}, "keep": keep})
+    work = fake()
+    train = work.train
+
+    def train_with_weights(cell, run, report_to=None):
+        out = train(cell, run, report_to)
+        (run / "checkpoints" / "step-000002").mkdir(parents=True)
+        (run / "model" / "model.safetensors").write_bytes(b"weights")
+        return out
+
+    monkeypatch.setattr(runner, "train_cell", train_with_weights)
+    run_matrix(spec, tmp_path)
+    run = tmp_path / "runs" / "tiny-grpo-G4-s0"
+    found = {p.name for p in (run / "model").iterdir()} | {p.name for p in run.iterdir()}
+    assert found & {"checkpoints", "model.safetensors", "PRUNED"} == left
+    assert (run / "eval" / "final" / "summary.parquet").is_file() and (run / "model" / "config.json").is_file()
+    work = fake()
+    assert [o.status for o in run_matrix(spec, tmp_path).outcomes] == ["skipped"] and work.trained == []
+
+
+def test_keep_is_not_part_of_a_cells_name_or_hash_and_a_bad_value_is_one_line():
+    from benchctl.matrix.spec import cell_hash
+
+    plain, kept = parse_matrix(SPEC).cells[0], parse_matrix({**SPEC, "keep": "results"}).cells[0]
+    assert plain.name == kept.name and cell_hash(plain) == cell_hash(kept) and kept.keep == "results"
+    with pytest.raises(BenchctlError, match="keep must be one of all, model, results; got 'none'"):
+        parse_matrix({**SPEC, "keep": "none"})
+
+
+def test_a_pruned_run_asked_to_evaluate_again_says_its_weights_were_removed(tmp_path):
+    from benchctl.trainers import run_folder
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    run_folder.prune(tmp_path, "results")
+    with pytest.raises(BenchctlError, match="weights were removed after its evaluation"):
+        runner.load_run_weights(None, tmp_path / "model")
