@@ -1,19 +1,23 @@
 """What a real-model cell costs, by phase: smollm2-135m on arith_words, today's settings against the cheaper ones
 (issue 42 item 2), each arm a few training steps in its own process, in one run (ratios within the run).
 
-Arms (same seed, data order and rollout settings; GRPO, P prompts x G per step):
+Arms (same seed, data order and rollout settings; GRPO, P prompts x G per step, at the testbed's temperature and
+length, `--temperature 0.6 --max-tokens 96` by default, as examples/claims-real/testbed.yaml):
   full+system   full fine-tuning, the chat template's default system prompt (SmolLM2: 16 tokens) on every prompt
   full          full fine-tuning, no system prompt (arith_words' default: an explicit empty system turn)
   lora-r1       LoRA rank 1, alpha 32, every linear layer but the LM head, frozen base (`--lora-rank 1`), no system
                 prompt; the engine samples with the adapters merged (`weights.merged_state_dict`)
 
 Printed per arm: seconds per step by phase (`time/*` of RUN/train_metrics.parquet, the mean over the steps after
-the first, which also warms caches), rollout tokens per step, update seconds per 1,000 trained tokens, the
-step's rollout-token rate, the projected time of a 16,000-rollout-token cell, and the process's peak RSS
+the first, which also warms caches), rollout tokens per step, the share of rows the update trained (a row whose
+advantage is 0, in an all-right or all-wrong group, is skipped: `update/rows_trained`), log-prob and update seconds
+per 1,000 rollout tokens and per trained row, the projected time of a 16,000-rollout-token cell, and the process's
+peak RSS
 (`ru_maxrss`: policy, optimizer state and the in-process engine together). The machine it ran on and its load
 are the reader's to state: on a shared machine compare the arms' ratios, not the seconds.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/real_model_cell.py [--steps 3] [--prompts 8] [-G 8] [--out DIR]
+        [--temperature 0.6] [--max-tokens 96]
 
 `--update-only REPS`: the update phase alone, in one process, the arms interleaved rep by rep (so a loaded machine
 slows them alike): the trainer's own `loop.update` (forward, backward, AdamW) on one batch of P x G rows, the
@@ -79,6 +83,8 @@ def summarise(run: Path) -> dict[str, float]:
     out = {phase: mean(f"time/{phase}") for phase in PHASES}
     out["step"] = mean("time/step")
     out["tokens"] = mean("rollout/tokens")  # generated this step
+    out["rows"] = mean("update/rows_trained")
+    out["trained"] = out["rows"] / max(1.0, out["rows"] + mean("update/rows_skipped"))
     return out
 
 
@@ -182,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--prompts", type=int, default=8, help="prompts per step")
     parser.add_argument("-G", "--group-size", type=int, default=8)
+    parser.add_argument("--temperature", type=float, default=0.6, help="sampling temperature (the testbed's)")
+    parser.add_argument("--max-tokens", type=int, default=96, help="new tokens per completion (the testbed's)")
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--out", default=None, help="keep the run folders here (default: a temporary folder)")
     parser.add_argument("--update-only", type=int, default=0, metavar="REPS", help="the update phase alone")
@@ -194,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.arms.split(","):
         flags = {"model": "smollm2-135m", "estimator": "grpo", "seed": 7, "steps": args.steps, "save_every": 0}
         flags |= {"prompts_per_step": args.prompts, "group_size": args.group_size, "progress": False}
+        flags |= {"temperature": args.temperature, "max_tokens": args.max_tokens}
         flags |= {"out": str(root / name), **ARMS[name]}
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=run_arm, args=(flags, child))
@@ -208,15 +217,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def table(results: dict[str, dict[str, float]], args) -> Table:
     out = Table(title=f"smollm2-135m on arith_words, {args.prompts} x G={args.group_size} per step, s/step by phase")
-    for col in ("arm", *PHASES, "step s", "tokens", "update s/1k tok", "cell s (16k tok)", "peak GiB", "step ratio"):
+    cols = ("rows trained", "update s/1k rollout tok", "update s/row", "cell s (16k tok)", "peak GiB", "step ratio")
+    for col in ("arm", *PHASES, "step s", "tokens", *cols):
         out.add_column(col, justify="right")
     base = next(iter(results.values()))["step"]
     for name, r in results.items():
         per_k = 1000 * (r["logprobs"] + r["update"]) / r["tokens"]
         cell = r["step"] * CELL_TOKENS / r["tokens"]
         cells = [f"{r[p]:.1f}" for p in PHASES]
-        out.add_row(name, *cells, f"{r['step']:.1f}", f"{r['tokens']:.0f}", f"{per_k:.2f}", f"{cell:.0f}",
-                    f"{r['peak_gib']:.2f}", f"{r['step'] / base:.2f}")  # fmt: skip
+        per_row = r["update"] / max(r["rows"], 1.0)
+        out.add_row(name, *cells, f"{r['step']:.1f}", f"{r['tokens']:.0f}", f"{r['trained']:.0%}", f"{per_k:.2f}",
+                    f"{per_row:.3f}", f"{cell:.0f}", f"{r['peak_gib']:.2f}", f"{r['step'] / base:.2f}")  # fmt: skip
     return out
 
 
