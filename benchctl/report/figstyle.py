@@ -141,14 +141,6 @@ def grid(n: int, ncols: int, width: float, height: float):
     return fig, list(axes.flat)[:n]
 
 
-def panel_keys(frame: pd.DataFrame, styles: ArmStyles, by: str) -> list[tuple[str, str]]:
-    """(value of `by`, context) of every panel: one per `by` value and context present in `frame` (arm column)."""
-    ctx = frame["arm"].map(lambda a: styles.context.get(a, ""))
-    present = set(zip(frame[by], ctx))
-    order = styles.contexts
-    return sorted(present, key=lambda p: (p[0], order.index(p[1]) if p[1] in order else len(order)))
-
-
 def panel_title(name: str, context: str) -> str:
     return f"{name} ({context})" if context else name
 

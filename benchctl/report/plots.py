@@ -1,6 +1,6 @@
 """The report's figures (matplotlib, `benchctl.report.figstyle`): each builder returns a Figure (or None when
-there is nothing to draw), with one panel per task and context, one colour per method, and one legend for the
-whole figure outside the panels; `figstyle.png` turns it into bytes.
+there is nothing to draw), with one panel per task and context (split past `training_plots.MAX_LINES` arms), one
+colour per method, and one legend for the whole figure outside the panels; `figstyle.png` turns it into bytes.
 
 pass@k curves (k on a log2 axis, CI bands), compute curves (every seed's held-out pass@1 against rollout tokens,
 each arm's fitted ScaleRL curve), pass@1 against rollout tokens (when no run has the 3 evaluations a fit needs),
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from benchctl.report.figstyle import ArmStyles, grid, panel_keys, panel_title, png, token_axis
+from benchctl.report.figstyle import ArmStyles, grid, panel_title, png, token_axis
 from benchctl.report.load import ReportData
 from benchctl.report.rl import TAUS, RliableSummary
 
@@ -28,19 +28,40 @@ def _png(fig) -> bytes:
 
 
 def _task_grid(frame: pd.DataFrame, styles: ArmStyles, width: float, height: float):
-    """One panel per (task, context) present in frame (eval_task, arm): contexts side by side."""
-    keys = panel_keys(frame, styles, "eval_task")
-    contexts = {c for _, c in keys}
-    fig, axes = grid(len(keys), len(contexts) if len(contexts) > 1 else 3, width, height)
-    ctx = frame["arm"].map(lambda a: styles.context.get(a, ""))
-    return fig, [(ax, task, c, frame[(frame["eval_task"] == task) & (ctx == c)]) for ax, (task, c) in zip(axes, keys)]
+    """One panel per task and column of `training_plots.panel_columns` present in frame (eval_task, arm): a context
+    per column, side by side, and a context of more than its `MAX_LINES` arms split over panels each with the
+    baseline (the 2026 claims matrix has 18 arms beside GRPO: in one panel their lines and bands cannot be told
+    apart). Returns the figure, (axis, task, column label, rows) per panel, and the panels split from one (task,
+    context), which `_same_y` gives one y range once drawn."""
+    from benchctl.report.training_plots import panel_columns
+
+    parts = []
+    for task in sorted(frame["eval_task"].unique()):
+        own = frame[frame["eval_task"] == task]
+        for label, arms in panel_columns(sorted(own["arm"].unique()), styles):
+            key = (task, styles.context.get(arms[-1], ""))
+            parts.append((task, label, key, own[own["arm"].isin(arms)]))
+    per_task = max(sum(p[0] == task for p in parts) for task in {p[0] for p in parts})
+    fig, axes = grid(len(parts), per_task if per_task > 1 else 3, width, height)
+    keys = list(dict.fromkeys(p[2] for p in parts))
+    groups = [[ax for ax, p in zip(axes, parts) if p[2] == key] for key in keys]
+    return fig, [(ax, task, label, rows) for ax, (task, label, _, rows) in zip(axes, parts)], groups
+
+
+def _same_y(groups: list) -> None:
+    """The panels split from one (task, context) (`_task_grid`'s groups) get the union of their y ranges."""
+    for axes in groups:
+        if len(axes) > 1:
+            low, high = min(ax.get_ylim()[0] for ax in axes), max(ax.get_ylim()[1] for ax in axes)
+            for ax in axes:
+                ax.set_ylim(low, high)
 
 
 def passk_curves(passk: pd.DataFrame, styles: ArmStyles):
     """One panel per task and context: pass@k against k (log2 axis) per arm, CI band over seeds and problems."""
     if passk.empty:
         return None
-    fig, panels = _task_grid(passk, styles, 4.6, 3.3)
+    fig, panels, groups = _task_grid(passk, styles, 4.6, 3.3)
     for ax, task, context, part in panels:
         for arm, own in part.groupby("arm"):
             own = own.sort_values("k")
@@ -53,6 +74,7 @@ def passk_curves(passk: pd.DataFrame, styles: ArmStyles):
         ax.minorticks_off()
         ax.set(title=panel_title(f"{task}: pass@k", context), xlabel="k", ylabel="pass@k")
         ax.grid(alpha=0.3)
+    _same_y(groups)
     styles.legend(fig, passk["arm"].unique())
     return fig
 
@@ -65,7 +87,7 @@ def compute_curves(points: pd.DataFrame, fits: pd.DataFrame, styles: ArmStyles):
 
     if points.empty:
         return None
-    fig, panels = _task_grid(points, styles, 5.4, 3.6)
+    fig, panels, groups = _task_grid(points, styles, 5.4, 3.6)
     for ax, task, context, part in panels:
         top = part["score"].max()
         grid_x = np.geomspace(max(part.loc[part["tokens"] > 0, "tokens"].min(), 1.0), part["tokens"].max(), 200)
@@ -87,6 +109,7 @@ def compute_curves(points: pd.DataFrame, fits: pd.DataFrame, styles: ArmStyles):
         ax.set(title=panel_title(f"{task}: held-out pass@1", context), ylabel="pass@1")
         ax.set_xlabel("rollout tokens (log; step 0 at the left edge)")
         ax.grid(alpha=0.3)
+    _same_y(groups)
     styles.legend(fig, points["arm"].unique())
     return fig
 
@@ -113,7 +136,7 @@ def pass1_vs_tokens(data: ReportData, styles: ArmStyles):
     if curve.empty or curve["tokens"].isna().all():
         return None
     curve = curve.dropna(subset=["tokens"]).merge(data.runs[["run_id", "arm"]], on="run_id")
-    fig, panels = _task_grid(curve, styles, 4.6, 3.3)
+    fig, panels, groups = _task_grid(curve, styles, 4.6, 3.3)
     for ax, task, context, part in panels:
         for arm, own in part.groupby("arm"):
             style = styles.of(arm)
@@ -125,6 +148,7 @@ def pass1_vs_tokens(data: ReportData, styles: ArmStyles):
         ax.set(title=panel_title(f"{task}: pass@1 vs rollout tokens", context), xlabel="rollout tokens")
         ax.set_ylabel("pass@1")
         ax.grid(alpha=0.3)
+    _same_y(groups)
     styles.legend(fig, curve["arm"].unique())
     return fig
 

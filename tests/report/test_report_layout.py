@@ -194,3 +194,24 @@ def test_a_context_with_more_than_eight_arms_is_split_over_panels_each_with_the_
     assert all(arms[0] == "grpo" and len(arms) <= training_plots.MAX_LINES for _, arms in columns)
     assert sorted(a for _, arms in columns for a in arms[1:]) == names[1:]
     assert training_plots.panel_columns(names[:8], styles) == [("", names[:8])]
+
+
+def test_pass_at_k_panels_split_past_eight_arms_each_with_the_baseline_on_one_y_range():
+    names = ["grpo", *(f"m{i:02d}" for i in range(18))]  # the 2026 claims matrix: 18 arms beside GRPO
+    runs = pd.DataFrame({"arm": names, "estimator_label": names})
+    styles = arm_styles(runs, ("estimator_label",), "estimator_label", {"grpo"})
+    rows = [
+        {"eval_task": "arith_mix", "arm": a, "k": k, "pass_at_k": p, "low": p - 0.02, "high": p + 0.02}
+        for i, a in enumerate(names)
+        for k in (1, 2, 4, 8)
+        for p in [0.2 + 0.02 * i + 0.05 * k]
+    ]
+    fig = plots.passk_curves(pd.DataFrame(rows), styles)
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == [f"arith_mix: pass@k (arms {i}/3)" for i in (1, 2, 3)]
+    drawn = [[line.get_color() for line in ax.get_lines()] for ax in axes]
+    base = styles.colors["grpo"]
+    assert all(base in colors and len(colors) <= training_plots.MAX_LINES for colors in drawn)
+    assert sum(len(colors) - 1 for colors in drawn) == 18  # every other arm once
+    assert len({ax.get_ylim() for ax in axes}) == 1  # heights compare across the split panels
+    plt().close(fig)
