@@ -42,7 +42,7 @@ def _task_grid(frame: pd.DataFrame, styles: ArmStyles, width: float, height: flo
             key = (task, styles.context.get(arms[-1], ""))
             parts.append((task, label, key, own[own["arm"].isin(arms)]))
     per_task = max(sum(p[0] == task for p in parts) for task in {p[0] for p in parts})
-    fig, axes = grid(len(parts), per_task if per_task > 1 else 3, width, height)
+    fig, axes = grid(len(parts), per_task if 1 < per_task <= 4 else 3, width, height)  # more: rows of 3
     keys = list(dict.fromkeys(p[2] for p in parts))
     groups = [[ax for ax, p in zip(axes, parts) if p[2] == key] for key in keys]
     return fig, [(ax, task, label, rows) for ax, (task, label, _, rows) in zip(axes, parts)], groups
