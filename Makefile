@@ -118,8 +118,8 @@ claims-2026: venv
 # A-GRAE, DGPO and a planted control): seeds 1-3, then waves of 2 seeds per arm with an open claim until every claim
 # is decided, at most 10 seeds (group-sequential), cells one after another (2 cores: one cell uses both), then the
 # report. Cost, measured on the 2-core EPYC on 28 Nov 2026: 175-277 s a cell (216 s on average; the control 266 s),
-# 65 min for the first wave (18 cells), 108 min to the second look (30 cells), at most 3.6 h (60 cells); what it
-# found: examples/claims-real/README.md.
+# 65 min for the first wave (18 cells), 108 min to the second look (30 cells), 170 min to the last look (49 cells;
+# at most 60, 3.6 h); what it found: examples/claims-real/README.md.
 CLAIMS_REAL ?= results/claims-real
 claims-real: venv
 	$(BENCHCTL) --no-progress matrix run examples/claims-real/testbed.yaml --results $(CLAIMS_REAL)/runs \

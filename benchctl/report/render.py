@@ -356,15 +356,25 @@ def main_view(main: pd.DataFrame) -> pd.DataFrame:
     return main.drop(columns=[c for c in ("problems",) if c in main]).rename(columns=short)
 
 
+NO_WRAP_MAX = 40  # longest cell of a column that does not wrap; a longer one is prose, and wraps [our choice]
+WRAP_MIN = 14  # characters a column that wraps keeps [our choice]
+
+
 def rich_table(frame: pd.DataFrame, title: str, wrap: tuple[str, ...] = ()):
-    """A rich Table of a small frame (every cell as text); the `wrap` columns may wrap, the others are cut."""
+    """A rich Table of a small frame (every cell as text). The `wrap` columns, and any whose longest cell is over
+    `NO_WRAP_MAX` characters (prose), wrap; the others keep their longest cell's width, so on a narrow console the
+    prose gives way first and no short column shrinks to nothing."""
     from rich.markup import escape
     from rich.table import Table
 
+    cells = [[cell_text(v) for v in row] for row in frame.itertuples(index=False)]
     table = Table(title=escape(title))
-    for col in frame.columns:
+    for i, col in enumerate(frame.columns):
         justify = "left" if frame[col].dtype == object else "right"
-        table.add_column(escape(str(col)), justify=justify, no_wrap=col not in wrap)
-    for row in frame.itertuples(index=False):
-        table.add_row(*[escape(cell_text(v)) for v in row])
+        longest = max([len(row[i]) for row in cells] + [len(word) for word in str(col).split()], default=1)
+        wraps = col in wrap or longest > NO_WRAP_MAX
+        width = min(longest, WRAP_MIN) if wraps else longest
+        table.add_column(escape(str(col)), justify=justify, no_wrap=not wraps, min_width=width)
+    for row in cells:
+        table.add_row(*[escape(v) for v in row])
     return table

@@ -4,6 +4,7 @@ file): the page opens on the verdict table (one row per arm and task, one column
 the figures, cost and the details; every figure has one legend for the whole figure, outside every panel; the
 estimators' diagnostics hold only the arms that log them; the terminal starts with the same verdict."""
 
+import io
 import re
 
 import numpy as np
@@ -215,3 +216,29 @@ def test_pass_at_k_panels_split_past_eight_arms_each_with_the_baseline_on_one_y_
     assert sum(len(colors) - 1 for colors in drawn) == 18  # every other arm once
     assert len({ax.get_ylim() for ax in axes}) == 1  # heights compare across the split panels
     plt().close(fig)
+
+
+def test_a_terminal_table_too_wide_for_the_console_wraps_its_prose_and_keeps_every_short_column():
+    """The claims table of a sequential run (verdicts with their look and bias-adjusted effects, each paper's
+    effect in prose) once shrank every short column to nothing on a 160-column console."""
+    from rich.console import Console
+
+    from benchctl.report.render import rich_table
+
+    prose = "inconclusive (not decided by max seeds (10): verdict of look 5 of 5 (10 seeds, 96.8% interval))"
+    frame = pd.DataFrame(
+        {
+            "claim": ["Dr.GRPO at least matches GRPO at pass@1 (within 2 points)"] * 2,
+            "arm vs baseline": ["noisy_verifier vs grpo", "dr_grpo vs grpo"],
+            "effect [CI]": ["-9.7 pts [-18.7, -0.8]", "-0.9 pts [-3.7, +1.8]"],
+            "verdict": [prose, "holds"],
+            **{f"short {i}": ["+1.0 pts", "-"] for i in range(4)},
+            "paper's effect": ["pass@1, Qwen2.5-Math-7B trained on MATH " * 8, "-"],  # prose: wraps
+        }
+    )
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(rich_table(frame, "claims", wrap=("claim", "verdict")))
+    text = console.export_text()
+    for cell in ("noisy_verifier vs grpo", "-9.7 pts [-18.7, -0.8]", "-0.9 pts [-3.7, +1.8]", "short 3", "+1.0 pts"):
+        assert cell in text  # a short column keeps its width
+    assert "inconclusive" in text and "(within 2" in text and "96.8%" in text  # the prose wraps, read in full
