@@ -95,7 +95,7 @@ _CSS = (
     "img{max-width:100%;display:block;margin:.6em 0}p.note,ul.note{color:#555;font-size:13px;"
     "margin:.3em 0}td.warn{background:#fff3cd}td.few{color:#777;font-style:italic}td.sig{font-weight:bold}"
     "td.up{background:#e3f4e6}td.down{background:#fbe4e2}tr.base td,td.base{background:#f7f7f7;color:#444}"
-    "td.text{min-width:12em;max-width:36em;overflow-wrap:anywhere}th{overflow-wrap:anywhere}"
+    "td.text{min-width:12em;max-width:36em;overflow-wrap:anywhere}th{overflow-wrap:break-word}"
     "div.scroll{overflow-x:auto;max-width:100%}"
 )
 

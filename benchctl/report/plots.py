@@ -131,7 +131,9 @@ def _misses(own: pd.DataFrame, f) -> bool:
 
 def pass1_vs_tokens(data: ReportData, styles: ArmStyles):
     """One panel per task and context: pass@1 of every evaluation of every run against the rollout tokens spent by
-    then (dots), and the arm's mean per step (line, where an arm has evaluations at two or more steps)."""
+    then (dots), and the arm's mean over its runs' n-th evaluations (line; a large marker where each run has one).
+    A run stopped by a token budget ends at the step its answers' lengths allow, so its final evaluation is matched
+    to the others' by order, not by step number."""
     curve = data.eval_curve
     if curve.empty or curve["tokens"].isna().all():
         return None
@@ -141,9 +143,12 @@ def pass1_vs_tokens(data: ReportData, styles: ArmStyles):
         for arm, own in part.groupby("arm"):
             style = styles.of(arm)
             ax.scatter(own["tokens"], own["pass@1"], s=12, alpha=0.5, color=style["color"])
-            mean = own.groupby("step").agg(tokens=("tokens", "mean"), p=("pass@1", "mean")).sort_values("tokens")
+            nth = own.sort_values("step").groupby("run_id").cumcount()  # (evaluations,) 0, 1, ... within each run
+            mean = own.groupby(nth).agg(tokens=("tokens", "mean"), p=("pass@1", "mean"))
             if len(mean) > 1:
                 ax.plot(mean["tokens"], mean["p"], marker="o", ms=3, **style)
+            else:
+                ax.plot(mean["tokens"], mean["p"], marker="D", ms=8, ls="none", mec="white", color=style["color"])
         token_axis(ax)
         ax.set(title=panel_title(f"{task}: pass@1 vs rollout tokens", context), xlabel="rollout tokens")
         ax.set_ylabel("pass@1")

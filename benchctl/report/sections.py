@@ -66,7 +66,10 @@ def _figure_sections(tables: dict, figures: dict) -> list[Section]:
         table = render.compute_view(fits, tables["compute_comparisons"])
         out.append(Section("compute curves (ScaleRL fit)", COMPUTE_TEXT, table, ("compute_curves",), anchor="compute"))
     elif "compute_curves" in figures or "pass1_vs_rollout_tokens" in figures:
-        text = f"{NO_FIT} Each dot: one evaluation of one run; line: an arm's mean per step where it has several."
+        text = (
+            f"{NO_FIT} Each dot: one evaluation of one run; line: the arm's mean over its runs' first, second, ..."
+            " evaluations (a diamond where each run has one)."
+        )
         figs = ("compute_curves", "pass1_vs_rollout_tokens")
         out.append(Section("pass@1 against rollout tokens", text, figures=figs, anchor="compute"))
     out.append(

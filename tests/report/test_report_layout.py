@@ -242,3 +242,28 @@ def test_a_terminal_table_too_wide_for_the_console_wraps_its_prose_and_keeps_eve
     for cell in ("noisy_verifier vs grpo", "-9.7 pts [-18.7, -0.8]", "-0.9 pts [-3.7, +1.8]", "short 3", "+1.0 pts"):
         assert cell in text  # a short column keeps its width
     assert "inconclusive" in text and "(within 2" in text and "96.8%" in text  # the prose wraps, read in full
+
+
+def test_pass1_against_tokens_averages_each_runs_nth_evaluation_when_a_budget_ends_runs_at_different_steps():
+    """Cells stopped by a token budget end at the step their answers' lengths allow (5-10 on the real model):
+    averaging by step number drew a zigzag through one run per step; by order, the final evaluations meet."""
+    from types import SimpleNamespace
+
+    runs = pd.DataFrame({"run_id": ["a1", "a2", "a3", "b1"], "arm": ["grpo", "grpo", "grpo", "x"]})
+    runs["estimator_label"] = runs["arm"]
+    curve = pd.DataFrame(
+        {
+            "run_id": ["a1", "a1", "a2", "a2", "a3", "a3", "b1"],
+            "step": [0, 5, 0, 7, 0, 9, 6],
+            "tokens": [0, 16_100, 0, 16_900, 0, 17_300, 16_500],
+            "pass@1": [0.25, 0.30, 0.25, 0.40, 0.25, 0.35, 0.20],
+        }
+    )
+    curve["eval_task"] = "arith_words"
+    styles = arm_styles(runs, ("estimator_label",), "estimator_label", {"grpo"})
+    fig = plots.pass1_vs_tokens(SimpleNamespace(eval_curve=curve, runs=runs), styles)
+    grpo, x = fig.axes[0].get_lines()  # the arms in order: a line for grpo, a marker for x
+    np.testing.assert_allclose(grpo.get_xdata(), [0, (16_100 + 16_900 + 17_300) / 3])
+    np.testing.assert_allclose(grpo.get_ydata(), [0.25, 0.35])
+    assert list(x.get_xdata()) == [16_500] and x.get_marker() == "D" and x.get_linestyle() == "None"
+    plt().close(fig)
