@@ -29,8 +29,6 @@ __all__ = ["ReportConfig", "ReportResult", "build_report"]
 REPORT_KIND = "benchctl-report"
 TITLE = "benchctl report"
 VIEWS = ("verdict", "main", "rliable")  # formatted tables: on the page and the terminal, not written as parquet
-CLAIM_TEXT = ("claim", "verdict")  # the terminal's claims table: these wrap; the papers' own effects are on the page
-CLAIM_TERMINAL = ("claim", "arm vs baseline", "metric", "effect [CI]", "verdict", "mde", "seeds", "margin")
 
 
 @dataclass
@@ -60,9 +58,8 @@ class ReportResult:
             view = crossed.estimator_loss_view(t["estimator_loss"])
             out.append(rich_table(view, crossed.TITLE, wrap=tuple(view.columns[2:])))
         if "claims" in t:
-            view = render.claims_view(t["claims"])
             title = "claims of the papers, tested (each paper's own effect: the page)"
-            out.append(rich_table(view[[c for c in CLAIM_TERMINAL if c in view.columns]], title, wrap=CLAIM_TEXT))
+            out.append(rich_table(render.claims_terminal_view(t["claims"]), title, wrap=("claim", "verdict")))
         fits = t.get("compute_fits")
         if fits is not None and len(fits):
             view = render.compute_view(fits, t["compute_comparisons"])

@@ -234,6 +234,16 @@ def claims_view(claims: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+CLAIMS_TERMINAL = ("claim", "arm vs baseline", "metric", "effect [CI]", "verdict", "mde", "seeds", "margin")
+
+
+def claims_terminal_view(claims: pd.DataFrame) -> pd.DataFrame:
+    """`claims_view` for the terminal: the verdict beside the effect, and each paper's own effect (prose) left to the
+    page, so a 120-column terminal reads the claim, effect, verdict and mde."""
+    view = claims_view(claims)
+    return view[[c for c in CLAIMS_TERMINAL if c in view.columns]]
+
+
 def asymptote_text(f) -> str:
     """A in percent with its CI; an unidentified asymptote as '>= low' (its lower limit, at least 0), never a point
     (benchctl.report.compute: identification)."""
